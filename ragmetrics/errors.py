@@ -1,0 +1,171 @@
+"""The one exception hierarchy of ragmetrics.
+
+Every error the package raises on purpose derives from :class:`RagMetricsError`::
+
+    RagMetricsError
+    ├── ConfigError               a setting, spec string or constructor argument is wrong
+    ├── InvalidInputError         a sample field has the wrong type or value (also a ValueError)
+    ├── PromptError               a prompt file is missing, edited in place, or rendered with bad variables
+    ├── JudgeError                an LLM call failed for good (provider, model, attempts, status)
+    │   └── JudgeOutputError      the judge answered, but not with usable output (last reply, problems)
+    ├── NoScoreError              a metric produced no score (carries the result's status and message)
+    ├── CacheError                the disk cache could not be opened or written
+    ├── SnapshotError             a snapshot is missing, corrupt, foreign or named unsafely
+    └── MissingDependencyError    an optional extra is not installed (also an ImportError)
+
+Messages say what failed, for which input, why, and what to do. SDK exceptions are translated in
+the adapters that call the SDKs (``raise ... from exc``); nothing above the judge layer sees them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CacheError",
+    "ConfigError",
+    "InvalidInputError",
+    "JudgeError",
+    "JudgeOutputError",
+    "MissingDependencyError",
+    "NoScoreError",
+    "PromptError",
+    "RagMetricsError",
+    "SnapshotError",
+    "shorten",
+]
+
+
+def shorten(value: object, limit: int = 200) -> str:
+    """Return ``repr``-free text of ``value`` cut in the middle to at most ``limit`` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return text
+    keep = (limit - 5) // 2
+    return f"{text[:keep]} ... {text[-keep:]}"
+
+
+class RagMetricsError(Exception):
+    """Root of every error raised by ragmetrics."""
+
+
+class ConfigError(RagMetricsError):
+    """A setting, a judge spec or a constructor argument is invalid."""
+
+
+class InvalidInputError(RagMetricsError, ValueError):
+    """A sample's field has the wrong type or value.
+
+    Attributes:
+        field: The field at fault (``"contexts"``, ``"contexts[2]"``, ``"question"``).
+        expected: What the field should have held.
+        row: The dataset row (0-based) or sample id, when known.
+    """
+
+    def __init__(
+        self,
+        field: str,
+        expected: str,
+        got: object = None,
+        *,
+        row: int | str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.field = field
+        self.expected = expected
+        self.row = row
+        where = f"row {row}: " if row is not None else ""
+        got_text = f", got {type(got).__name__} {shorten(got, 80)}" if got is not None else ""
+        extra = f" ({detail})" if detail else ""
+        super().__init__(f"{where}field '{field}' must be {expected}{got_text}{extra}")
+
+
+class PromptError(RagMetricsError):
+    """A prompt file is missing, changed in place, or rendered with missing or unused variables."""
+
+
+class JudgeError(RagMetricsError):
+    """An LLM judge call failed after every retry.
+
+    Attributes:
+        provider: ``openai``, ``anthropic`` or ``offline``.
+        model: The model name.
+        attempts: How many attempts were made.
+        status: The result status this failure maps to: ``rate_limited``, ``timeout``,
+            ``provider_error``, ``judge_output_invalid`` or ``truncated``.
+        http_status: The last HTTP status code, when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        model: str = "",
+        attempts: int = 1,
+        status: str = "provider_error",
+        http_status: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.attempts = attempts
+        self.status = status
+        self.http_status = http_status
+        self.hint = hint
+        who = f"{provider}:{model}" if provider else "judge"
+        tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
+        code = f" (HTTP {http_status})" if http_status else ""
+        tail = f" {hint}" if hint else ""
+        self.detail = message
+        super().__init__(f"{who} failed{tries}{code}: {shorten(message, 400)}.{tail}")
+
+
+class JudgeOutputError(JudgeError):
+    """The judge replied, but its output was unusable (no JSON, wrong schema, cut off, bad index).
+
+    Attributes:
+        last_reply: The last raw reply text, shortened.
+        problems: The validation problems found in it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        last_reply: str | None = None,
+        problems: list[str] | None = None,
+        **kwargs: object,
+    ) -> None:
+        self.last_reply = shorten(last_reply or "", 500)
+        self.problems = list(problems or [])
+        kwargs.setdefault("status", "judge_output_invalid")
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+
+
+class NoScoreError(RagMetricsError):
+    """A metric produced no score; ``status`` and ``message`` say why (see ``MetricResult``)."""
+
+    def __init__(self, metric: str, status: str, message: str) -> None:
+        self.metric = metric
+        self.status = status
+        self.message = message
+        super().__init__(f"{metric}: no score ({status}): {message}")
+
+
+class CacheError(RagMetricsError):
+    """The disk cache could not be opened, read or written."""
+
+
+class SnapshotError(RagMetricsError):
+    """A snapshot is missing, corrupt, of a foreign format, or named so that it escapes its store."""
+
+
+class MissingDependencyError(RagMetricsError, ImportError):
+    """An optional dependency is missing; the message names the extra and the install command."""
+
+    def __init__(self, package: str, extra: str, feature: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{package}' package, which is not installed. "
+            f"Install it with: pip install 'ragmetrics[{extra}]'"
+        )

@@ -1,0 +1,114 @@
+"""The input record: one question, one answer, its retrieved contexts and an optional reference.
+
+``Sample.from_fields`` is the single place where untrusted input is checked; every error names the
+field (and the row, when known) and what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragmetrics.errors import InvalidInputError
+
+__all__ = ["Sample"]
+
+
+class Sample(BaseModel):
+    """One RAG interaction to score."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    question: str | None = None
+    """The user's question; ``None`` when the metric needs none (groundedness)."""
+    answer: str = ""
+    """The generated answer to judge."""
+    contexts: tuple[str, ...] = ()
+    """The retrieved passages the answer should rest on, in retrieval order."""
+    reference: str | None = None
+    """An optional reference (ground-truth) answer."""
+    id: str | None = None
+    """An optional identifier carried into results and reports."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Free-form metadata; metrics never read it."""
+
+    @classmethod
+    def from_fields(
+        cls,
+        *,
+        question: object = None,
+        answer: object = None,
+        contexts: object = None,
+        reference: object = None,
+        id: object = None,  # noqa: A002 - the public field name
+        meta: object = None,
+        row: int | str | None = None,
+        require_question: bool = False,
+        require_answer: bool = True,
+    ) -> Sample:
+        """Check raw values and build a sample.
+
+        Args:
+            question: The question (str). Required when ``require_question``.
+            answer: The answer (str). ``None`` is refused when ``require_answer``; ``""`` is allowed.
+            contexts: A list or tuple of str, or None for no contexts. A bare string is refused.
+            reference: An optional reference answer (str).
+            id: An optional identifier (str or int).
+            meta: An optional mapping of metadata.
+            row: The dataset row, named in error messages.
+            require_question: Whether an empty or missing question is an error.
+            require_answer: Whether a missing answer is an error.
+
+        Returns:
+            The validated sample.
+
+        Raises:
+            InvalidInputError: A field has the wrong type or a required field is empty.
+        """
+        if question is not None and not isinstance(question, str):
+            raise InvalidInputError("question", "a string", question, row=row)
+        if require_question and (question is None or not question.strip()):
+            raise InvalidInputError(
+                "question", "a non-empty string", question if question is not None else None,
+                row=row, detail="this metric judges the answer against the question",
+            )
+        if answer is None:
+            if require_answer:
+                raise InvalidInputError("answer", "a string (use \"\" for an empty answer)", row=row,
+                                        detail="got None")
+            answer = ""
+        if not isinstance(answer, str):
+            raise InvalidInputError("answer", "a string", answer, row=row)
+        ctx = _check_contexts(contexts, row)
+        if reference is not None and not isinstance(reference, str):
+            raise InvalidInputError("reference", "a string or None", reference, row=row)
+        if id is not None and not isinstance(id, (str, int)):
+            raise InvalidInputError("id", "a string or an integer", id, row=row)
+        if meta is not None and not isinstance(meta, Mapping):
+            raise InvalidInputError("meta", "a mapping", meta, row=row)
+        return cls(
+            question=question,
+            answer=answer,
+            contexts=ctx,
+            reference=reference,
+            id=None if id is None else str(id),
+            meta=dict(meta or {}),
+        )
+
+
+def _check_contexts(contexts: object, row: int | str | None) -> tuple[str, ...]:
+    if contexts is None:
+        return ()
+    if isinstance(contexts, (str, bytes)) or not isinstance(contexts, Sequence):
+        raise InvalidInputError(
+            "contexts", "a list of strings", contexts, row=row,
+            detail="wrap a single passage in a list: contexts=[text]" if isinstance(contexts, str) else None,
+        )
+    out = []
+    for i, item in enumerate(contexts):
+        if not isinstance(item, str):
+            raise InvalidInputError(f"contexts[{i}]", "a string", item, row=row)
+        out.append(item)
+    return tuple(out)

@@ -1,0 +1,178 @@
+"""Result records: what a metric returns, with the evidence behind every score.
+
+A score is a float in [0, 1] or ``None``; when it is ``None`` the ``status`` and ``message`` say why.
+Nothing here is ever NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "STATUSES",
+    "ClaimRecord",
+    "JudgeInfo",
+    "MetricResult",
+    "Status",
+    "Usage",
+    "Verdict",
+]
+
+Status = Literal[
+    "ok",
+    "no_claims",
+    "invalid_input",
+    "judge_output_invalid",
+    "truncated",
+    "timeout",
+    "rate_limited",
+    "provider_error",
+]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+"""Every status a result may carry, ``ok`` first."""
+
+Verdict = Literal["supported", "contradicted", "not_found"]
+
+
+class Usage(BaseModel):
+    """LLM usage behind one result (or summed over many)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: int = 0
+    """LLM requests actually sent (re-asks and retries included)."""
+    cached_calls: int = 0
+    """Requests answered from the cache or shared with an identical request in flight."""
+    prompt_tokens: int = 0
+    """Prompt (input) tokens billed."""
+    completion_tokens: int = 0
+    """Completion (output) tokens billed."""
+    cost_usd: float = 0.0
+    """Cost in US dollars from the price table; 0 for cached answers and the offline judge."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            calls=self.calls + other.calls,
+            cached_calls=self.cached_calls + other.cached_calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+class JudgeInfo(BaseModel):
+    """Who judged: enough to reproduce the call (never an API key)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str
+    """``openai``, ``anthropic`` or ``offline``."""
+    model: str
+    """The model name as sent to the provider."""
+    base_url: str | None = None
+    """The API base URL for OpenAI-compatible servers; None for the provider's default."""
+    temperature: float = 0.0
+    """Sampling temperature sent with every call."""
+    seed: int | None = None
+    """Sampling seed, where the provider takes one."""
+    max_tokens: int = 2048
+    """Completion token limit of the first attempt."""
+    heuristic: bool = False
+    """True for the offline judge: its verdicts come from lexical heuristics, not a model."""
+
+    @property
+    def spec(self) -> str:
+        """The spec string that names this judge (``openai:gpt-4o-mini@http://...``)."""
+        if self.provider == "offline":
+            return "offline"
+        url = f"@{self.base_url}" if self.base_url else ""
+        return f"{self.provider}:{self.model}{url}"
+
+
+class ClaimRecord(BaseModel):
+    """One claim of the answer, with its verdict and the evidence for it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    """The claim, self-contained, in the answer's language."""
+    span: str = ""
+    """The part of the answer it came from."""
+    relevance: Literal["direct", "supporting", "off_topic"] | None = None
+    """How the claim bears on the question (relevancy)."""
+    verdict: Verdict | None = None
+    """Whether the contexts support, contradict or do not mention it (faithfulness, groundedness)."""
+    context_index: int | None = None
+    """Index into the sample's contexts of the passage that decides the verdict."""
+    evidence: str = ""
+    """A verbatim quote from that passage."""
+    evidence_verified: bool | None = None
+    """Whether the quote was found in the cited passage (normalised, fuzzy ratio >= 0.9)."""
+    reason: str = ""
+    """The judge's one-line reason."""
+
+
+def _finite_unit(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError("a score must be a finite number; use status to say why there is none")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"a score must lie in [0, 1], got {value}")
+    return float(value)
+
+
+class MetricResult(BaseModel):
+    """What one metric says about one sample."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """The metric's snake_case name (``faithfulness``)."""
+    score: float | None
+    """The score in [0, 1], full precision; None when ``status`` says there is none."""
+    passed: bool | None = None
+    """``score >= threshold`` when a threshold is set and there is a score; else None."""
+    threshold: float | None = None
+    """The pass mark, if any."""
+    status: Status = "ok"
+    """``ok`` or why there is no score."""
+    message: str | None = None
+    """Human-readable detail for a non-ok status."""
+    reasoning: str = ""
+    """How the score came about, in a sentence or two."""
+    claims: list[ClaimRecord] = Field(default_factory=list)
+    """The claims with their verdicts, evidence and reasons."""
+    supported_rate: float | None = None
+    """Share of claims supported by the contexts."""
+    contradicted_rate: float | None = None
+    """Share of claims contradicted by the contexts."""
+    unverifiable_rate: float | None = None
+    """Share of claims the contexts do not mention."""
+    details: dict[str, object] = Field(default_factory=dict)
+    """Metric-specific extras (answer-level relevance, chunks verified, ...)."""
+    usage: Usage = Field(default_factory=Usage)
+    """LLM calls, tokens and cost spent on this result."""
+    latency_ms: float = 0.0
+    """Wall time spent producing this result."""
+    judge: JudgeInfo | None = None
+    """The judge that produced it."""
+    signature: str = ""
+    """What produced the score: metric, prompt versions and hashes, judge, package version."""
+
+    _check_score = field_validator("score", "supported_rate", "contradicted_rate", "unverifiable_rate")(
+        classmethod(lambda cls, v: _finite_unit(v))
+    )
+
+    @property
+    def reason(self) -> str:
+        """Alias of ``reasoning``."""
+        return self.reasoning
+
+    @property
+    def ok(self) -> bool:
+        """True when there is a score."""
+        return self.score is not None
