@@ -1,0 +1,3 @@
+"""The package version (kept equal to pyproject.toml by a test)."""
+
+__version__ = "0.1.0"

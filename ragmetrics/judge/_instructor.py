@@ -1,0 +1,97 @@
+"""Helpers shared by the instructor-based adapters: the re-ask policy and reading its results.
+
+Instructor re-asks only on schema/JSON failures here, through a tenacity policy we own (a bare
+integer would do the same in recent releases, but our own instance also tells how many attempts ran).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from ragmetrics.judge.retry import Failure
+
+__all__ = ["classify_instructor", "reask_policy", "total_tokens"]
+
+
+def _parse_errors() -> tuple[type[BaseException], ...]:
+    from instructor.core.exceptions import ResponseParsingError
+
+    return (ValidationError, json.JSONDecodeError, ResponseParsingError)
+
+
+def reask_policy(reasks: int) -> AsyncRetrying:
+    """A fresh re-ask policy: ``reasks`` more attempts after invalid output, no waiting."""
+    return AsyncRetrying(
+        stop=stop_after_attempt(reasks + 1),
+        retry=retry_if_exception_type(_parse_errors()),
+        reraise=True,
+    )
+
+
+def total_tokens(value: Any, fallback: Any) -> tuple[int, int]:
+    """(prompt, completion) tokens over every attempt instructor made, from its accumulated usage."""
+    usage = getattr(value, "_total_usage", None) or getattr(fallback, "usage", None)
+    if usage is None:
+        return 0, 0
+    prompt = getattr(usage, "prompt_tokens", None)
+    if prompt is None:
+        prompt = getattr(usage, "input_tokens", 0) or 0
+    completion = getattr(usage, "completion_tokens", None)
+    if completion is None:
+        completion = getattr(usage, "output_tokens", 0) or 0
+    return int(prompt or 0), int(completion or 0)
+
+
+def classify_instructor(exc: BaseException) -> tuple[Failure | None, BaseException]:
+    """Classify instructor's own exceptions; returns (failure or None, the exception to look at next).
+
+    Instructor wraps SDK errors raised inside its loop in ``InstructorRetryException``; the cause is
+    returned so that the adapter can classify the SDK error itself.
+    """
+    from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
+
+    if isinstance(exc, IncompleteOutputException):
+        return Failure(status="truncated", transient=False, message="finish_reason=length"), exc
+    if isinstance(exc, InstructorRetryException):
+        cause = exc.__cause__ or exc.__context__
+        if cause is not None and not isinstance(cause, _parse_errors()):
+            return None, cause
+        reply = _last_reply_text(getattr(exc, "last_completion", None))
+        problems = _problems(cause)
+        return Failure(
+            status="judge_output_invalid",
+            transient=False,
+            message=(f"output failed validation after {exc.n_attempts} attempts: "
+                     f"{'; '.join(problems)[:300]} (last reply: {reply[:200]!r})"),
+            hint="try a stronger judge model, or check that the server supports tool calling / JSON mode",
+        ), exc
+    if isinstance(exc, _parse_errors()):
+        return Failure(status="judge_output_invalid", transient=False,
+                       message=f"output failed validation: {'; '.join(_problems(exc))[:300]}"), exc
+    return None, exc
+
+
+def _problems(exc: BaseException | None) -> list[str]:
+    if isinstance(exc, ValidationError):
+        return [f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()][:5]
+    return [str(exc)] if exc is not None else []
+
+
+def _last_reply_text(completion: Any) -> str:
+    if completion is None:
+        return ""
+    try:
+        message = completion.choices[0].message
+        if message.tool_calls:
+            return str(message.tool_calls[0].function.arguments)
+        return str(message.content or "")
+    except (AttributeError, IndexError, TypeError):
+        pass
+    try:
+        return " ".join(str(getattr(b, "input", "") or getattr(b, "text", "")) for b in completion.content)
+    except (AttributeError, TypeError):
+        return str(completion)[:500]

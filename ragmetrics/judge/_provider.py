@@ -1,0 +1,202 @@
+"""What every network judge shares: the concurrency bound, the retry loop, truncation handling,
+usage and cost accounting, and per-event-loop SDK clients.
+
+Subclasses implement three things: build an SDK client, make one structured call through
+instructor, and classify an SDK exception into a :class:`~ragmetrics.judge.retry.Failure`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from abc import ABC, abstractmethod
+from typing import Any
+
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from ragmetrics.errors import JudgeError, JudgeOutputError
+from ragmetrics.judge.base import JudgeReply, JudgeRequest
+from ragmetrics.judge.limits import AdaptiveLimiter
+from ragmetrics.judge.pricing import PriceTable, cost_usd, load_prices
+from ragmetrics.judge.retry import Failure, RetryPolicy, TransientFailure, WaitRetryAfterOrBackoff
+from ragmetrics.score import JudgeInfo, Usage
+from ragmetrics.settings import JudgeSettings
+
+__all__ = ["CallOutcome", "ProviderJudge"]
+
+log = logging.getLogger("ragmetrics.judge")
+
+
+class CallOutcome:
+    """What one structured call returned."""
+
+    __slots__ = ("attempts", "completion_tokens", "prompt_tokens", "value")
+
+    def __init__(self, value: Any, prompt_tokens: int, completion_tokens: int, attempts: int) -> None:
+        self.value = value
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.attempts = attempts
+
+
+class _Truncated(Exception):
+    """The reply hit the token limit; retry with more room."""
+
+
+class ProviderJudge(ABC):
+    """Base class of the OpenAI-compatible and Anthropic judges."""
+
+    def __init__(self, settings: JudgeSettings, *, prices: PriceTable | None = None) -> None:
+        self.settings = settings
+        self.info = JudgeInfo(
+            provider=settings.provider,
+            model=settings.model,
+            base_url=settings.base_url,
+            temperature=settings.temperature,
+            seed=settings.seed,
+            max_tokens=settings.max_tokens,
+        )
+        self.limiter = AdaptiveLimiter(maximum=settings.max_concurrency)
+        self.policy = RetryPolicy(
+            max_attempts=settings.max_attempts,
+            initial_s=settings.backoff_initial_s,
+            maximum_s=settings.backoff_max_s,
+        )
+        self.prices = prices if prices is not None else load_prices()
+        self.retries = 0
+        """Transient failures retried so far (all requests)."""
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+    # -- subclass hooks -------------------------------------------------------------------------
+    @abstractmethod
+    def _make_client(self) -> Any:
+        """Build the raw SDK client (called once per event loop)."""
+
+    @abstractmethod
+    async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:
+        """One structured call through instructor (which may re-ask on invalid output)."""
+
+    @abstractmethod
+    def _classify(self, exc: BaseException) -> Failure | None:
+        """Map an SDK/instructor exception to a Failure; None means 'not ours, re-raise'."""
+
+    # -- the shared machinery ---------------------------------------------------------------------
+    def _client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._make_client()
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the SDK client of the running loop (others are closed by their own loops)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        client = self._clients.pop(loop, None)
+        if client is not None:
+            await client.close()
+
+    def _error(self, failure: Failure, attempts: int) -> JudgeError:
+        common = dict(
+            provider=self.settings.provider,
+            model=self.settings.model,
+            attempts=attempts,
+            status=failure.status,
+            http_status=failure.http_status,
+            hint=failure.hint,
+        )
+        if failure.status in ("judge_output_invalid", "truncated"):
+            return JudgeOutputError(failure.message, **common)  # type: ignore[arg-type]
+        return JudgeError(failure.message, **common)  # type: ignore[arg-type]
+
+    async def complete(self, request: JudgeRequest) -> JudgeReply:
+        """Answer one request, retrying transient failures and truncated output.
+
+        Raises:
+            JudgeError: Retries exhausted or a fatal provider error (status says which).
+            JudgeOutputError: The output never validated, or stayed truncated at the token cap.
+        """
+        started = time.perf_counter()
+        max_tokens = request.max_tokens or self.settings.max_tokens
+        calls = prompt_tokens = completion_tokens = 0
+        attempts = 0
+        while True:
+            try:
+                outcome, used = await self._with_retries(request, max_tokens)
+            except _Truncated as exc:
+                attempts += 1
+                calls += 1
+                if max_tokens >= self.settings.max_tokens_cap:
+                    raise self._error(
+                        Failure(status="truncated", transient=False,
+                                message=f"output cut off at the {max_tokens}-token limit {exc}",
+                                hint="raise max_tokens_cap, or split the input (context_budget_tokens)"),
+                        attempts,
+                    ) from None
+                max_tokens = min(self.settings.max_tokens_cap, max_tokens * 2)
+                log.info("%s: output truncated; retrying with max_tokens=%d", self.info.spec, max_tokens)
+                continue
+            calls += used + outcome.attempts - 1
+            prompt_tokens += outcome.prompt_tokens
+            completion_tokens += outcome.completion_tokens
+            break
+        usage = Usage(
+            calls=calls,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=cost_usd(self.prices, self.settings.provider, self.settings.model,
+                              prompt_tokens, completion_tokens),
+        )
+        return JudgeReply(value=outcome.value, usage=usage,
+                          latency_ms=(time.perf_counter() - started) * 1000.0)
+
+    async def _with_retries(self, request: JudgeRequest, max_tokens: int) -> tuple[CallOutcome, int]:
+        """Run the call under the limiter, retrying transient failures; returns (outcome, attempts)."""
+        attempt_no = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.policy.max_attempts),
+            wait=WaitRetryAfterOrBackoff(self.policy),
+            retry=retry_if_exception_type(TransientFailure),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempt_no = attempt.retry_state.attempt_number
+                    if attempt_no > 1:
+                        self.retries += 1
+                    await self.limiter.acquire()
+                    try:
+                        outcome = await asyncio.wait_for(
+                            self._call(self._client(), request, max_tokens),
+                            timeout=self.settings.timeout_s * (self.settings.reasks + 1) + 5,
+                        )
+                    except _Truncated:
+                        raise
+                    except asyncio.TimeoutError as exc:
+                        raise TransientFailure(Failure(
+                            status="timeout", transient=True,
+                            message=f"no reply within {self.settings.timeout_s:g} s")) from exc
+                    except Exception as exc:
+                        failure = self._classify(exc)
+                        if failure is None:
+                            raise
+                        if failure.status == "truncated":
+                            raise _Truncated(failure.message) from exc
+                        if failure.status == "rate_limited":
+                            self.limiter.on_rate_limited()
+                        if failure.transient:
+                            raise TransientFailure(failure) from exc
+                        raise self._error(failure, attempt_no) from exc
+                    finally:
+                        await self.limiter.release()
+                    self.limiter.on_success()
+                    return outcome, attempt_no
+        except TransientFailure as exc:
+            raise self._error(exc.failure, attempt_no) from exc
+        raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,87 @@
+"""The Anthropic judge: instructor's tool mode over the official ``anthropic`` SDK.
+
+As with OpenAI, the SDK's own retries are off and transient failures (429, 529 overloaded, 5xx,
+timeouts, dropped connections) go through :mod:`ragmetrics.judge.retry`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmetrics.judge._instructor import classify_instructor, reask_policy, total_tokens
+from ragmetrics.judge._provider import CallOutcome, ProviderJudge
+from ragmetrics.judge.base import JudgeRequest
+from ragmetrics.judge.retry import Failure, parse_retry_after
+from ragmetrics.settings import JudgeSettings, api_key_for
+
+__all__ = ["AnthropicJudge"]
+
+
+class AnthropicJudge(ProviderJudge):
+    """A judge on the Anthropic Messages API."""
+
+    def __init__(self, settings: JudgeSettings, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        self._api_key = api_key_for(settings)
+
+    def __repr__(self) -> str:
+        return f"AnthropicJudge({self.info.spec!r})"
+
+    def _make_client(self) -> Any:
+        from anthropic import AsyncAnthropic
+
+        return AsyncAnthropic(
+            api_key=self._api_key,
+            base_url=self.settings.base_url,
+            max_retries=0,
+            timeout=self.settings.timeout_s,
+        )
+
+    async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:
+        import instructor
+
+        wrapped = instructor.from_anthropic(client, mode=instructor.Mode.ANTHROPIC_TOOLS)
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        messages = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
+        policy = reask_policy(self.settings.reasks)
+        value, completion = await wrapped.messages.create_with_completion(
+            model=self.settings.model,
+            system=system,
+            messages=messages,
+            response_model=request.response_model,
+            max_retries=policy,
+            context=dict(request.context),
+            temperature=self.settings.temperature,
+            max_tokens=max_tokens,
+        )
+        prompt, completion_tokens = total_tokens(value, completion)
+        attempts = int(policy.statistics.get("attempt_number", 1))
+        return CallOutcome(value, prompt, completion_tokens, attempts)
+
+    def _classify(self, exc: BaseException) -> Failure | None:
+        import anthropic
+
+        failure, exc = classify_instructor(exc)
+        if failure is not None:
+            return failure
+        if isinstance(exc, anthropic.APITimeoutError):
+            return Failure(status="timeout", transient=True,
+                           message=f"no reply within {self.settings.timeout_s:g} s")
+        if isinstance(exc, anthropic.APIConnectionError):
+            return Failure(status="provider_error", transient=True,
+                           message=f"could not connect to {self.settings.base_url or 'api.anthropic.com'}: {exc}")
+        if isinstance(exc, anthropic.APIStatusError):
+            code = exc.status_code
+            retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
+            text = str(getattr(exc, "message", exc))
+            if code == 429:
+                return Failure(status="rate_limited", transient=True, http_status=code,
+                               retry_after_s=retry_after, message=f"rate limited: {text}")
+            if code in (408, 409) or code >= 500:
+                return Failure(status="provider_error", transient=True, http_status=code,
+                               retry_after_s=retry_after, message=f"server error: {text}")
+            hint = {401: "check the ANTHROPIC_API_KEY environment variable",
+                    404: f"check the model name in '{self.info.spec}'"}.get(code)
+            return Failure(status="provider_error", transient=False, http_status=code,
+                           message=f"request refused: {text}", hint=hint)
+        return None

@@ -1,0 +1,185 @@
+"""The judge cache: a disk cache, an in-memory memo and single-flight around any Judge.
+
+The key is the sha256 of canonical JSON holding everything that changes the output: key format,
+provider, base URL, model, decoding parameters (temperature, seed, max tokens), each prompt's id and
+full hash, the response schema's hash, the consumer's version, the task, the rendered messages and
+the repeat index. Left out on purpose: API keys, retries, timeouts, concurrency. Only validated
+replies are stored. Heuristic (offline) judges are memoised in memory but not written to disk: they
+are cheaper to recompute than to read back, and can never serve a verdict from older heuristics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ragmetrics.errors import CacheError
+from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest
+from ragmetrics.score import Usage
+
+__all__ = ["CacheStats", "CachingJudge", "cache_key"]
+
+KEY_FORMAT = 1
+
+
+@cache
+def schema_hash(model: type[BaseModel]) -> str:
+    """sha256 of a response model's JSON schema."""
+    schema = json.dumps(model.model_json_schema(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(schema.encode()).hexdigest()
+
+
+def cache_key(judge: Judge, request: JudgeRequest) -> str:
+    """The cache key of ``request`` sent to ``judge`` (never holds an API key)."""
+    info = judge.info
+    payload = {
+        "format": KEY_FORMAT,
+        "provider": info.provider,
+        "base_url": info.base_url,
+        "model": info.model,
+        "temperature": info.temperature,
+        "seed": info.seed,
+        "max_tokens": request.max_tokens or info.max_tokens,
+        "prompts": [[p.id, p.sha256] for p in request.prompts],
+        "schema": [request.response_model.__name__, schema_hash(request.response_model)],
+        "version": request.version,
+        "task": request.task,
+        "messages": [[m.role, m.content] for m in request.messages],
+        "repeat": request.repeat,
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(slots=True)
+class CacheStats:
+    """Hits and misses of one caching judge."""
+
+    hits: int = 0
+    """Replies served from disk or memory."""
+    shared: int = 0
+    """Requests that joined an identical request already in flight."""
+    misses: int = 0
+    """Requests that went to the judge."""
+
+
+class CachingJudge:
+    """Wraps a judge with the disk cache, a memo and single-flight of identical requests."""
+
+    def __init__(self, inner: Judge, directory: str | Path | None = None, *, memo_size: int = 4096) -> None:
+        """Wrap ``inner``.
+
+        Args:
+            inner: The judge that answers misses.
+            directory: The disk cache folder; None keeps only the in-memory memo.
+            memo_size: Replies kept in memory (least recently used are dropped).
+        """
+        self.inner = inner
+        self.info = inner.info
+        self.directory = Path(directory) if directory is not None and not inner.info.heuristic else None
+        self.stats = CacheStats()
+        self._memo: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._memo_size = memo_size
+        self._inflight: dict[tuple[int, str], asyncio.Future[dict[str, Any]]] = {}
+        self._disk: Any = None
+
+    def __repr__(self) -> str:
+        return f"CachingJudge({self.inner!r}, directory={str(self.directory) if self.directory else None!r})"
+
+    # -- disk access, kept behind two small functions -------------------------------------------------
+    def _open(self) -> Any:
+        if self._disk is None and self.directory is not None:
+            try:
+                import diskcache
+
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._disk = diskcache.Cache(str(self.directory), size_limit=2**33, eviction_policy="none")
+            except Exception as exc:  # diskcache raises sqlite3 and OS errors
+                raise CacheError(f"cannot open the judge cache at {self.directory}: {exc}; "
+                                 "pass cache=False (or --no-cache) to run without it") from exc
+        return self._disk
+
+    def _disk_get(self, key: str) -> dict[str, Any] | None:
+        disk = self._open()
+        if disk is None:
+            return None
+        try:
+            return disk.get(key)
+        except Exception as exc:
+            raise CacheError(f"cannot read the judge cache at {self.directory}: {exc}") from exc
+
+    def _disk_set(self, key: str, entry: dict[str, Any]) -> None:
+        disk = self._open()
+        if disk is None:
+            return
+        try:
+            disk.set(key, entry)
+        except Exception as exc:
+            raise CacheError(f"cannot write the judge cache at {self.directory}: {exc}") from exc
+
+    def _remember(self, key: str, entry: dict[str, Any]) -> None:
+        self._memo[key] = entry
+        self._memo.move_to_end(key)
+        while len(self._memo) > self._memo_size:
+            self._memo.popitem(last=False)
+
+    # -- the Judge protocol -----------------------------------------------------------------------------
+    async def complete(self, request: JudgeRequest) -> JudgeReply:
+        """Answer from memory or disk if possible, else join an identical call in flight, else call."""
+        started = time.perf_counter()
+        key = cache_key(self.inner, request)
+        entry = self._memo.get(key)
+        if entry is None:
+            entry = self._disk_get(key)
+            if entry is not None:
+                self._remember(key, entry)
+        if entry is not None:
+            self.stats.hits += 1
+            return self._reply(request, entry, started, cached=True)
+        flight_key = (id(asyncio.get_running_loop()), key)
+        pending = self._inflight.get(flight_key)
+        if pending is not None:
+            self.stats.shared += 1
+            entry = await asyncio.shield(pending)
+            return self._reply(request, entry, started, cached=True)
+        self.stats.misses += 1
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._inflight[flight_key] = future
+        try:
+            reply = await self.inner.complete(request)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            self._inflight.pop(flight_key, None)
+        entry = {"value": reply.value.model_dump(mode="json"), "usage": reply.usage.model_dump()}
+        self._remember(key, entry)
+        self._disk_set(key, entry)
+        future.set_result(entry)
+        return reply
+
+    def _reply(self, request: JudgeRequest, entry: dict[str, Any], started: float, *, cached: bool) -> JudgeReply:
+        value = request.response_model.model_validate(entry["value"], context=dict(request.context))
+        return JudgeReply(
+            value=value,
+            usage=Usage(cached_calls=1),
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            cached=cached,
+        )
+
+    async def aclose(self) -> None:
+        """Close the inner judge's clients and the disk cache."""
+        await self.inner.aclose()
+        if self._disk is not None:
+            self._disk.close()
+            self._disk = None

@@ -1,0 +1,87 @@
+"""Retry policy for transient provider failures: exponential backoff with jitter that honours Retry-After.
+
+Only transient failures are retried here (429, 5xx, timeouts, dropped connections); schema and JSON
+failures are re-asked by instructor with its own small budget, and truncated output is retried by the
+provider adapter with more room. Adapters classify SDK exceptions into :class:`Failure` values.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from tenacity import RetryCallState, wait_base
+
+__all__ = ["Failure", "RetryPolicy", "WaitRetryAfterOrBackoff", "parse_retry_after"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How often and how long to wait between attempts at one request."""
+
+    max_attempts: int = 6
+    initial_s: float = 0.5
+    """First backoff; doubled each attempt."""
+    maximum_s: float = 30.0
+    """Longest backoff (Retry-After may ask for longer, up to ``max_retry_after_s``)."""
+    jitter: float = 0.5
+    """Random extra wait, as a fraction of the backoff (spreads retries apart)."""
+    max_retry_after_s: float = 120.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    """A classified provider failure."""
+
+    status: str
+    """Result status it maps to: rate_limited, timeout, provider_error, truncated, judge_output_invalid."""
+    transient: bool
+    """Whether another attempt may succeed."""
+    message: str
+    http_status: int | None = None
+    retry_after_s: float | None = None
+    hint: str | None = None
+
+
+class TransientFailure(Exception):
+    """Raised inside the retry loop for a transient failure; carries the classification."""
+
+    def __init__(self, failure: Failure) -> None:
+        self.failure = failure
+        super().__init__(failure.message)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` (or ``retry-after-ms``-style seconds) header value."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        import datetime as _dt
+
+        seconds = (when - _dt.datetime.now(when.tzinfo or _dt.timezone.utc)).total_seconds()
+    return max(0.0, seconds)
+
+
+class WaitRetryAfterOrBackoff(wait_base):
+    """Wait what the server asked for (Retry-After), else exponential backoff with jitter."""
+
+    def __init__(self, policy: RetryPolicy, rng: random.Random | None = None) -> None:
+        self.policy = policy
+        self.rng = rng or random.Random()
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        policy = self.policy
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        backoff = min(policy.maximum_s, policy.initial_s * 2 ** (retry_state.attempt_number - 1))
+        backoff += backoff * policy.jitter * self.rng.random()
+        if isinstance(exc, TransientFailure) and exc.failure.retry_after_s is not None:
+            return min(policy.max_retry_after_s, max(exc.failure.retry_after_s, 0.0))
+        return backoff

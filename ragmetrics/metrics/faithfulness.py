@@ -1,0 +1,59 @@
+"""Faithfulness: the share of the answer's claims that the contexts support.
+
+Contradicted and unverifiable claims both count against the answer (an unverifiable addition is
+"baseless information", as in RAGTruth). No claims: 1.0 with status ``no_claims``. No contexts: every
+claim is unverifiable, so 0.0 (no verification call is made).
+"""
+
+from __future__ import annotations
+
+from ragmetrics.metrics._claims import ClaimMetric, ClaimsOutcome, describe_claim
+from ragmetrics.sample import Sample
+from ragmetrics.score import MetricResult
+
+__all__ = ["FaithfulnessMetric"]
+
+
+class FaithfulnessMetric(ClaimMetric):
+    """Is the answer faithful to the retrieved contexts (no hallucination)?
+
+    Example:
+        >>> metric = FaithfulnessMetric(llm="openai:gpt-4o-mini")
+        >>> await metric.score(question="What is Python?",
+        ...     answer="Python is a compiled language created in 1991.",
+        ...     contexts=["Python is an interpreted language created by Guido van Rossum in 1991."])
+        0.5
+    """
+
+    name = "faithfulness"
+
+    def _empty_answer(self, started: float) -> MetricResult:
+        return self._result(1.0, started, status="no_claims", message="the answer is empty",
+                            reasoning="The answer is empty: it makes no claim, so nothing in it is unfaithful.")
+
+    def _finish(self, sample: Sample, outcome: ClaimsOutcome, started: float) -> MetricResult:
+        records = outcome.records(sample.contexts)
+        details = {"addresses_question": outcome.extraction.addresses_question, "chunks": outcome.chunks}
+        if not records:
+            return self._result(1.0, started, status="no_claims", usage=outcome.usage, details=details,
+                                message="the judge found no factual claims in the answer",
+                                reasoning="The answer makes no factual claim, so nothing in it is unfaithful.")
+        if not sample.contexts:
+            for r in records:
+                r.verdict = "not_found"
+                r.reason = "no contexts were given"
+            details["no_contexts"] = True
+            return self._result(0.0, started, claims=records, usage=outcome.usage, details=details,
+                                reasoning=f"No contexts were given, so none of the {len(records)} claims "
+                                          "can be verified.")
+        supported = sum(r.verdict == "supported" for r in records)
+        score = supported / len(records)
+        parts = [f"{supported} of {len(records)} claims are supported by the contexts."]
+        for label in ("contradicted", "not_found"):
+            bad = [describe_claim(i, r) + (f" (context {r.context_index})" if r.context_index is not None else "")
+                   for i, r in enumerate(records) if r.verdict == label]
+            if bad:
+                name = "Contradicted" if label == "contradicted" else "Not found in the contexts"
+                parts.append(f"{name}: {'; '.join(bad)}.")
+        return self._result(score, started, claims=records, usage=outcome.usage, details=details,
+                            reasoning=" ".join(parts))

@@ -1,0 +1,166 @@
+"""Settings: judge specs, provider keys and the cache location. The only module that reads the environment.
+
+A judge is named by a spec string:
+
+- ``openai:MODEL`` (key from ``OPENAI_API_KEY``, base URL from ``OPENAI_BASE_URL`` if set)
+- ``openai:MODEL@http://localhost:11434/v1`` (any OpenAI-compatible server: Ollama, vLLM,
+  llama.cpp, LM Studio; no key needed unless the server wants one)
+- ``anthropic:MODEL`` (key from ``ANTHROPIC_API_KEY``)
+- ``offline`` (the deterministic heuristic judge: no key, no network)
+
+With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else
+``offline``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from ragmetrics.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "JudgeSettings",
+    "api_key_for",
+    "default_cache_dir",
+    "default_judge_spec",
+    "parse_judge_spec",
+]
+
+PROVIDERS = ("openai", "anthropic", "offline")
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JudgeSettings:
+    """How to reach and drive one judge model."""
+
+    provider: Literal["openai", "anthropic", "offline"]
+    model: str
+    base_url: str | None = None
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_tokens: int = 2048
+    """Completion token limit of the first attempt; doubled (up to ``max_tokens_cap``) on truncation."""
+    max_tokens_cap: int = 8192
+    timeout_s: float = 60.0
+    """Per-request timeout."""
+    max_concurrency: int = 16
+    """LLM requests in flight at once for this judge (lowered automatically on 429s)."""
+    max_attempts: int = 6
+    """Attempts per request for transient failures (429, 5xx, timeouts, connection errors)."""
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 30.0
+    reasks: int = 2
+    """Re-asks when the reply fails schema validation."""
+    mode: Literal["auto", "tools", "json"] = "auto"
+    """Structured-output mode: tool calling, JSON mode, or auto (tools, falling back to JSON)."""
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.provider in PROVIDERS, f"provider must be one of {PROVIDERS}"),
+            (bool(self.model), "model must not be empty"),
+            (0.0 <= self.temperature <= 2.0, "temperature must lie in [0, 2]"),
+            (self.max_tokens >= 16, "max_tokens must be at least 16"),
+            (self.max_tokens_cap >= self.max_tokens, "max_tokens_cap must be >= max_tokens"),
+            (self.timeout_s > 0, "timeout_s must be positive"),
+            (self.max_concurrency >= 1, "max_concurrency must be at least 1"),
+            (self.max_attempts >= 1, "max_attempts must be at least 1"),
+            (self.backoff_initial_s >= 0 and self.backoff_max_s >= 0, "backoff times must be >= 0"),
+            (self.reasks >= 0, "reasks must be >= 0"),
+            (self.mode in ("auto", "tools", "json"), "mode must be auto, tools or json"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(f"judge settings for '{self.provider}:{self.model}': {message}")
+
+    @property
+    def spec(self) -> str:
+        """The spec string naming this judge."""
+        if self.provider == "offline":
+            return "offline"
+        return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+
+    def with_options(self, **changes: object) -> JudgeSettings:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
+    """Turn ``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL`` or ``offline`` into settings.
+
+    Args:
+        spec: The spec string.
+        **options: Any :class:`JudgeSettings` field (temperature, max_concurrency, timeout_s, ...).
+
+    Raises:
+        ConfigError: The spec is malformed or names an unknown provider.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConfigError(f"judge spec must be a non-empty string like 'openai:gpt-4o-mini', got {spec!r}")
+    text = spec.strip()
+    if text == "offline":
+        return JudgeSettings(provider="offline", model="lexical-v1", **options)  # type: ignore[arg-type]
+    provider, sep, rest = text.partition(":")
+    if not sep or provider not in ("openai", "anthropic"):
+        raise ConfigError(
+            f"unknown judge spec {spec!r}: use 'openai:MODEL', 'openai:MODEL@http://host:port/v1', "
+            "'anthropic:MODEL' or 'offline'"
+        )
+    model, base_url = rest, None
+    if "@" in rest:
+        model, _, base_url = rest.partition("@")
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"judge spec {spec!r}: the part after '@' must be an http(s) base URL")
+        if provider != "openai":
+            raise ConfigError(f"judge spec {spec!r}: a base URL is supported for 'openai:' (compatible) servers")
+    model = model.strip() or DEFAULT_MODELS[provider]
+    if base_url is None and provider == "openai":
+        base_url = os.environ.get("OPENAI_BASE_URL") or None
+    return JudgeSettings(provider=provider, model=model, base_url=base_url, **options)  # type: ignore[arg-type]
+
+
+def default_judge_spec(env: Mapping[str, str] | None = None) -> str:
+    """The judge used when none is named: ``RAGMETRICS_JUDGE``, else a keyed provider, else ``offline``."""
+    env = os.environ if env is None else env
+    if env.get("RAGMETRICS_JUDGE"):
+        return env["RAGMETRICS_JUDGE"]
+    if env.get("OPENAI_API_KEY"):
+        return f"openai:{DEFAULT_MODELS['openai']}"
+    if env.get("ANTHROPIC_API_KEY"):
+        return f"anthropic:{DEFAULT_MODELS['anthropic']}"
+    return "offline"
+
+
+def api_key_for(settings: JudgeSettings) -> str:
+    """The API key for a provider judge, from its usual environment variable.
+
+    OpenAI-compatible servers at a custom base URL often need no key; a placeholder is sent then.
+
+    Raises:
+        ConfigError: The provider's key variable is not set (naming the variable to set).
+    """
+    var = KEY_VARIABLES[settings.provider]
+    key = os.environ.get(var)
+    if key:
+        return key
+    if settings.provider == "openai" and settings.base_url:
+        return "not-needed"
+    raise ConfigError(
+        f"judge '{settings.spec}' needs an API key: set the {var} environment variable "
+        "(or use --judge offline / llm='offline' to run without one)"
+    )
+
+
+def default_cache_dir() -> Path:
+    """``RAGMETRICS_CACHE_DIR`` if set, else the platform's user cache directory for ragmetrics."""
+    if os.environ.get("RAGMETRICS_CACHE_DIR"):
+        return Path(os.environ["RAGMETRICS_CACHE_DIR"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("ragmetrics", appauthor=False))
