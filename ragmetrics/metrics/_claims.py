@@ -259,6 +259,12 @@ class ClaimMetric:
             self._judge = resolve_judge(self._llm, cache=self._cache, **self._judge_options)
         return self._judge
 
+    def judge_key(self) -> tuple[object, ...]:
+        """What identifies this metric's judge: metrics with equal keys can share one judge object."""
+        llm = self._llm if self._llm is None or isinstance(self._llm, str) else id(self._llm)
+        cache = str(self._cache) if not isinstance(self._cache, bool) else self._cache
+        return (llm, cache, tuple(sorted((k, repr(v)) for k, v in self._judge_options.items())))
+
     def use_judge(self, judge: CachingJudge) -> None:
         """Share ``judge`` with other metrics (the pipeline does this so claims are extracted once)."""
         self._judge = judge
