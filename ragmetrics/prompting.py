@@ -156,7 +156,11 @@ _NUMBERED = re.compile(r'<(?P<tag>[a-z_]+) index="(?P<i>\d+)">(?P<body>.*?)</(?P
 
 
 def parse_blocks(text: str) -> dict[str, str]:
-    """Read back the un-numbered ``<tag>...</tag>`` blocks of a rendered prompt, unescaped."""
+    """Read back the un-numbered ``<tag>...</tag>`` blocks of a rendered prompt, still escaped.
+
+    Bodies are returned as rendered (a container block holds numbered blocks); apply
+    ``html.unescape`` to a leaf block's body to get the original text back.
+    """
     return {m["tag"]: m["body"] for m in _BLOCK.finditer(text)}
 
 

@@ -87,6 +87,9 @@ class ProviderJudge(ABC):
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
+            # instructor logs every failed attempt at ERROR level; retries and failures are ours
+            # to report (as results with a status), so its retry logger is quietened.
+            logging.getLogger("instructor.v2.retry").setLevel(logging.CRITICAL)
             client = self._make_client()
             self._clients[loop] = client
         return client

@@ -17,6 +17,13 @@ from ragmetrics.settings import JudgeSettings, api_key_for
 __all__ = ["AnthropicJudge"]
 
 
+def _takes_temperature(client: Any) -> bool:
+    """Whether this SDK release still sends sampling parameters (2.x dropped ``temperature``)."""
+    import inspect
+
+    return "temperature" in inspect.signature(client.messages.create).parameters
+
+
 class AnthropicJudge(ProviderJudge):
     """A judge on the Anthropic Messages API."""
 
@@ -40,10 +47,13 @@ class AnthropicJudge(ProviderJudge):
     async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:
         import instructor
 
-        wrapped = instructor.from_anthropic(client, mode=instructor.Mode.ANTHROPIC_TOOLS)
+        wrapped = instructor.from_anthropic(client, mode=instructor.Mode.TOOLS)
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         messages = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
         policy = reask_policy(self.settings.reasks)
+        extra: dict[str, Any] = {}
+        if _takes_temperature(client):
+            extra["temperature"] = self.settings.temperature
         value, completion = await wrapped.messages.create_with_completion(
             model=self.settings.model,
             system=system,
@@ -51,8 +61,8 @@ class AnthropicJudge(ProviderJudge):
             response_model=request.response_model,
             max_retries=policy,
             context=dict(request.context),
-            temperature=self.settings.temperature,
             max_tokens=max_tokens,
+            **extra,
         )
         prompt, completion_tokens = total_tokens(value, completion)
         attempts = int(policy.statistics.get("attempt_number", 1))

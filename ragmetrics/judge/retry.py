@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from tenacity import RetryCallState, wait_base
+from tenacity import RetryCallState
+from tenacity.wait import wait_base
 
 __all__ = ["Failure", "RetryPolicy", "WaitRetryAfterOrBackoff", "parse_retry_after"]
 

@@ -1,0 +1,52 @@
+"""Shared fixtures: the loopback fake LLM provider, a clean environment, and the --live switch."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragmetrics.testing import fake_llm_server  # noqa: F401  (the loopback fake LLM provider fixture)
+
+_PROVIDER_VARIABLES = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "RAGMETRICS_JUDGE",
+    "RAGMETRICS_CACHE_DIR",
+    "RAGMETRICS_PRICES",
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--live", action="store_true", help="run tests against real providers (needs keys)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--live"):
+        return
+    skip = pytest.mark.skip(reason="live provider test: run with --live and a key")
+    for item in items:
+        if "live" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, request) -> None:
+    """No provider key or judge from the developer's shell leaks in; the cache is a temporary folder."""
+    if "live" in request.keywords:
+        return
+    for name in _PROVIDER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RAGMETRICS_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture
+def dummy_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dummy provider keys, for judges pointed at the fake server."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy-key-never-sent-anywhere-real")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy-key")
+
+
+@pytest.fixture
+def openai_spec(fake_llm_server, dummy_keys) -> str:
+    """A judge spec for the OpenAI-compatible fake server."""
+    return f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"

@@ -1,0 +1,190 @@
+"""Retries, re-asks, truncation and timeouts of the provider judges, against the loopback fake server."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ragmetrics import FaithfulnessMetric, JudgeError, NoScoreError, RelevancyMetric
+from ragmetrics.errors import JudgeOutputError
+from ragmetrics.judge import make_judge
+from ragmetrics.metrics._claims import extract_request
+from ragmetrics.sample import Sample
+from ragmetrics.testing import FakeReply
+from tests.metrics import seed_answers as seed
+
+FAST = {"backoff_initial_s": 0.0, "backoff_max_s": 0.0}
+
+
+def sample() -> Sample:
+    return Sample.from_fields(question=seed.PARIS_Q, answer=seed.PARIS_A)
+
+
+async def test_429_with_retry_after_is_honoured_then_succeeds(fake_llm_server, openai_spec):
+    fake_llm_server.enqueue(FakeReply(status=429, retry_after=0.4), FakeReply(json=seed.PARIS_EXTRACT))
+    judge = make_judge(openai_spec, **FAST)
+    started = time.perf_counter()
+    reply = await judge.complete(extract_request(sample()))
+    elapsed = time.perf_counter() - started
+    assert elapsed >= 0.4, "Retry-After was not honoured"
+    assert reply.usage.calls == 2 and judge.retries == 1
+    assert judge.limiter.throttled == 1, "a 429 must lower the concurrency limit"
+    assert len(reply.value.claims) == 2
+    await judge.aclose()
+
+
+async def test_500s_until_attempts_run_out_report_provider_model_and_count(fake_llm_server, openai_spec):
+    fake_llm_server.on("claims.extract", FakeReply(status=500, message="boom"))
+    judge = make_judge(openai_spec, max_attempts=3, **FAST)
+    with pytest.raises(JudgeError) as info:
+        await judge.complete(extract_request(sample()))
+    err = info.value
+    assert err.attempts == 3 and err.http_status == 500 and err.status == "provider_error"
+    assert "openai:gpt-4o-mini" in str(err) and "3 attempts" in str(err) and "boom" in str(err)
+    assert fake_llm_server.calls.total() == 3
+    await judge.aclose()
+
+
+async def test_failed_judge_becomes_a_status_on_the_result_and_score_raises(fake_llm_server, openai_spec):
+    fake_llm_server.on("claims.extract", FakeReply(status=503, retry_after=0))
+    metric = RelevancyMetric(llm=openai_spec, max_attempts=2, cache=False, **FAST)
+    result = await metric.evaluate(question=seed.PARIS_Q, answer=seed.PARIS_A)
+    assert result.score is None and result.status == "provider_error" and result.passed is None
+    assert "503" in result.message
+    with pytest.raises(NoScoreError) as info:
+        await metric.score(question=seed.PARIS_Q, answer=seed.PARIS_A)
+    assert info.value.status == "provider_error"
+    await metric.judge.aclose()
+
+
+async def test_rate_limited_for_good_has_status_rate_limited(fake_llm_server, openai_spec):
+    fake_llm_server.on("claims.extract", FakeReply(status=429, retry_after=0))
+    metric = RelevancyMetric(llm=openai_spec, max_attempts=2, cache=False, **FAST)
+    result = await metric.evaluate(question=seed.PARIS_Q, answer=seed.PARIS_A)
+    assert result.status == "rate_limited" and result.score is None
+    await metric.judge.aclose()
+
+
+async def test_invalid_then_valid_json_gives_exactly_one_reask(fake_llm_server, openai_spec):
+    fake_llm_server.enqueue(FakeReply(invalid=True), FakeReply(json=seed.PARIS_EXTRACT))
+    judge = make_judge(openai_spec, **FAST)
+    reply = await judge.complete(extract_request(sample()))
+    assert fake_llm_server.calls.total() == 2
+    assert reply.usage.calls == 2
+    assert reply.usage.prompt_tokens == fake_llm_server.prompt_tokens, "tokens of the re-ask are billed too"
+    await judge.aclose()
+
+
+async def test_malformed_json_then_valid_gives_one_reask(fake_llm_server, openai_spec):
+    fake_llm_server.enqueue(FakeReply(malformed=True), FakeReply(json=seed.PARIS_EXTRACT))
+    judge = make_judge(openai_spec, **FAST)
+    reply = await judge.complete(extract_request(sample()))
+    assert fake_llm_server.calls.total() == 2 and len(reply.value.claims) == 2
+    await judge.aclose()
+
+
+async def test_never_valid_output_is_judge_output_invalid_not_a_zero(fake_llm_server, openai_spec):
+    fake_llm_server.on("claims.extract", FakeReply(invalid=True))
+    metric = RelevancyMetric(llm=openai_spec, reasks=1, cache=False, **FAST)
+    result = await metric.evaluate(question=seed.PARIS_Q, answer=seed.PARIS_A)
+    assert result.score is None and result.status == "judge_output_invalid"
+    assert fake_llm_server.calls.total() == 2
+    judge = make_judge(openai_spec, reasks=0, **FAST)
+    with pytest.raises(JudgeOutputError) as info:
+        await judge.complete(extract_request(sample()))
+    assert "claims" in str(info.value), "the validation problem is named"
+    await metric.judge.aclose()
+    await judge.aclose()
+
+
+async def test_claim_index_out_of_range_is_reasked(fake_llm_server, openai_spec):
+    bad = {"verdicts": [{"claim": 7, "verdict": "supported", "context": 0, "evidence": "x", "reason": "r"},
+                        {"claim": 1, "verdict": "supported", "context": 0, "evidence": "x", "reason": "r"}]}
+    fake_llm_server.on("claims.extract", FakeReply(json=seed.PYTHON_EXTRACT))
+    fake_llm_server.on("claims.verify", FakeReply(json=bad), times=1)
+    fake_llm_server.on("claims.verify", FakeReply(json=seed.PYTHON_VERIFY))
+    metric = FaithfulnessMetric(llm=openai_spec, cache=False, **FAST)
+    result = await metric.evaluate(question=seed.PYTHON_Q, answer=seed.PYTHON_A, contexts=seed.PYTHON_CTX)
+    assert result.score == 0.5
+    verify_requests = [r for r in fake_llm_server.requests if r.task == "claims.verify"]
+    assert len(verify_requests) == 2
+    assert "out of range" in str(verify_requests[1].body["messages"]), "the re-ask names the problem"
+    await metric.judge.aclose()
+
+
+async def test_truncated_output_is_retried_with_more_room(fake_llm_server, openai_spec):
+    fake_llm_server.enqueue(FakeReply(json=seed.PARIS_EXTRACT, truncate=True), FakeReply(json=seed.PARIS_EXTRACT))
+    judge = make_judge(openai_spec, max_tokens=500, **FAST)
+    reply = await judge.complete(extract_request(sample()))
+    assert len(reply.value.claims) == 2, "a cut-off reply is never parsed as a short list"
+    limits = [r.body["max_tokens"] for r in fake_llm_server.requests]
+    assert limits == [500, 1000]
+    await judge.aclose()
+
+
+async def test_always_truncated_ends_as_status_truncated(fake_llm_server, openai_spec):
+    fake_llm_server.on("claims.extract", FakeReply(json=seed.PARIS_EXTRACT, truncate=True))
+    metric = RelevancyMetric(llm=openai_spec, max_tokens=500, max_tokens_cap=1000, cache=False, **FAST)
+    result = await metric.evaluate(question=seed.PARIS_Q, answer=seed.PARIS_A)
+    assert result.status == "truncated" and result.score is None
+    assert fake_llm_server.calls.total() == 2
+    await metric.judge.aclose()
+
+
+async def test_hanging_server_times_out_with_status_timeout(fake_llm_server, openai_spec):
+    fake_llm_server.on("claims.extract", FakeReply(hang=True))
+    metric = RelevancyMetric(llm=openai_spec, timeout_s=0.3, max_attempts=2, cache=False, **FAST)
+    started = time.perf_counter()
+    result = await metric.evaluate(question=seed.PARIS_Q, answer=seed.PARIS_A)
+    assert result.status == "timeout" and result.score is None
+    assert time.perf_counter() - started < 5
+    await metric.judge.aclose()
+
+
+async def test_dropped_connection_is_retried(fake_llm_server, openai_spec):
+    fake_llm_server.enqueue(FakeReply(drop=True), FakeReply(json=seed.PARIS_EXTRACT))
+    judge = make_judge(openai_spec, **FAST)
+    reply = await judge.complete(extract_request(sample()))
+    assert reply.usage.calls == 2
+    await judge.aclose()
+
+
+async def test_bad_key_is_fatal_and_names_the_variable(fake_llm_server, openai_spec):
+    fake_llm_server.on("claims.extract", FakeReply(status=401, message="Incorrect API key provided"))
+    judge = make_judge(openai_spec, **FAST)
+    with pytest.raises(JudgeError) as info:
+        await judge.complete(extract_request(sample()))
+    assert info.value.attempts == 1 and "OPENAI_API_KEY" in str(info.value)
+    await judge.aclose()
+
+
+async def test_server_without_tool_calling_falls_back_to_json_mode(fake_llm_server, openai_spec):
+    rule = fake_llm_server.on(lambda r: "tools" in r.body,
+                              FakeReply(status=400, message="tools are not supported by this model"))
+    fake_llm_server.on("claims.extract", FakeReply(json=seed.PARIS_EXTRACT))
+    judge = make_judge(openai_spec, **FAST)
+    reply = await judge.complete(extract_request(sample()))
+    await judge.complete(extract_request(Sample.from_fields(question="q2", answer="a2")))
+    assert len(reply.value.claims) == 2 and rule.hits == 1, "the working mode is remembered"
+    assert [r.mode for r in fake_llm_server.requests] == ["tools", "json_object", "json_object"]
+    await judge.aclose()
+
+
+async def test_anthropic_429_then_success(fake_llm_server, dummy_keys, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_llm_server.anthropic_base_url)
+    fake_llm_server.enqueue(FakeReply(status=429, retry_after=0), FakeReply(json=seed.PARIS_EXTRACT))
+    judge = make_judge("anthropic:claude-haiku-4-5", **FAST)
+    reply = await judge.complete(extract_request(sample()))
+    assert reply.usage.calls == 2 and reply.usage.cost_usd > 0
+    assert [r.endpoint for r in fake_llm_server.requests] == ["messages", "messages"]
+    await judge.aclose()
+
+
+def test_missing_key_is_a_config_error_naming_the_variable():
+    from ragmetrics import ConfigError
+
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        make_judge("openai:gpt-4o-mini")
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        make_judge("anthropic:claude-haiku-4-5")
