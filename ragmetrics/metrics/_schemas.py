@@ -1,40 +1,62 @@
 """Response schemas of the claim machinery: what the judge must return, checked with pydantic.
 
-Descriptions stay short: they travel in every request's tool schema and cost prompt tokens.
+The JSON schemas carry no titles or descriptions: they travel in every request as prompt tokens,
+and the prompts already say what each field means.
 Cross-field checks (a claim or context index out of range, a verdict missing for a claim) read
 the validation context ``{"n_claims": int, "n_contexts": int}`` so that instructor re-asks.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, ValidationInfo, model_validator
 
-__all__ = ["ClaimExtraction", "ClaimVerification", "ExtractedClaim", "VerifiedClaim"]
+__all__ = ["ClaimExtraction", "ClaimVerification", "ExtractedClaim", "LeanSchema", "VerifiedClaim"]
 
 
-class ExtractedClaim(BaseModel):
+def _strip(node: Any, *, names: bool = False) -> Any:
+    """Drop ``title`` and ``description`` keywords (but not properties that happen to be so named)."""
+    if isinstance(node, dict):
+        return {k: _strip(v, names=(k == "properties")) for k, v in node.items()
+                if names or k not in ("title", "description")}
+    if isinstance(node, list):
+        return [_strip(v) for v in node]
+    return node
+
+
+class LeanSchema(BaseModel):
+    """Base of response schemas: their JSON schema drops titles and descriptions.
+
+    The schema travels with every request as prompt tokens; the prompt already says what each field
+    means, so titles and descriptions would only be paid for twice.
+    """
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: D102
+        schema = _strip(super().model_json_schema(*args, **kwargs))
+        schema["title"] = cls.__name__  # the tool / function name
+        return schema
+
+
+class ExtractedClaim(LeanSchema):
     """One atomic claim of the answer."""
 
-    text: str = Field(description="The self-contained claim, in the answer's language.")
+    text: str
     """The claim."""
-    span: str = Field(default="", description="Verbatim answer text it comes from.")
+    span: str = ""
     """The answer text it comes from."""
-    relevance: Literal["direct", "supporting", "off_topic"] = Field(
-        default="direct", description="How it bears on the question."
-    )
+    relevance: Literal["direct", "supporting", "off_topic"] = "direct"
+    
     """How it bears on the question."""
 
 
-class ClaimExtraction(BaseModel):
+class ClaimExtraction(LeanSchema):
     """The answer split into claims, with an answer-level relevance judgement."""
 
-    claims: list[ExtractedClaim] = Field(description="The answer's atomic claims, in order.")
+    claims: list[ExtractedClaim]
     """The claims, in answer order."""
-    addresses_question: Literal["yes", "partially", "no"] = Field(
-        description="Whether the answer as a whole answers the question."
-    )
+    addresses_question: Literal["yes", "partially", "no"]
     """Whether the answer addresses the question."""
 
     @model_validator(mode="after")
@@ -43,22 +65,22 @@ class ClaimExtraction(BaseModel):
         return self
 
 
-class VerifiedClaim(BaseModel):
+class VerifiedClaim(LeanSchema):
     """The verdict on one claim."""
 
-    claim: int = Field(description="Index of the claim.")
+    claim: int
     """Index of the claim."""
     verdict: Literal["supported", "contradicted", "not_found"]
     """The verdict."""
-    context: int | None = Field(default=None, description="Index of the deciding context.")
+    context: int | None = None
     """Index of the context that decides it."""
-    evidence: str = Field(default="", description="Verbatim quote from that context.")
+    evidence: str = ""
     """A verbatim quote from that context."""
-    reason: str = Field(default="", description="One short sentence.")
+    reason: str = ""
     """Why."""
 
 
-class ClaimVerification(BaseModel):
+class ClaimVerification(LeanSchema):
     """Verdicts for every claim."""
 
     verdicts: list[VerifiedClaim]

@@ -1,0 +1,132 @@
+"""The package as a whole: import cost, public surface, prompt files, layering, packaging."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ragmetrics
+from ragmetrics.errors import PromptError
+from ragmetrics.prompting import Prompt, load_prompt, prompt_root, render
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_import_loads_no_provider_sdk():
+    code = ("import sys, ragmetrics; "
+            "print(sorted(m for m in ('openai', 'anthropic', 'instructor', 'httpx', 'httpx2') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_public_surface_is_pinned_and_sorted():
+    assert ragmetrics.__all__ == sorted(ragmetrics.__all__, key=str.casefold) or \
+        ragmetrics.__all__ == sorted(ragmetrics.__all__)
+    for name in ragmetrics.__all__:
+        assert hasattr(ragmetrics, name), name
+    for name in ("FaithfulnessMetric", "RelevancyMetric", "GroundednessMetric", "RagMetricsError",
+                 "InvalidInputError", "NoScoreError", "MetricResult"):
+        assert name in ragmetrics.__all__
+
+
+def test_version_matches_pyproject():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert f'version = "{ragmetrics.__version__}"' in text
+
+
+def test_every_prompt_matches_the_manifest():
+    root = prompt_root()
+    manifest = json.loads((root / "manifest.json").read_text())
+    files = {str(p.relative_to(root)) for p in root.rglob("*.md")}
+    assert files == set(manifest), "every prompt file is listed, and every listed file exists"
+    for rel, digest in manifest.items():
+        assert hashlib.sha256((root / rel).read_bytes()).hexdigest() == digest, f"{rel} was edited in place"
+
+
+def test_an_edited_prompt_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "p.v1.md").write_text("Hello $name")
+    (tmp_path / "manifest.json").write_text(json.dumps({"g/p.v1.md": "0" * 64}))
+    monkeypatch.setattr("ragmetrics.prompting.prompt_root", lambda: tmp_path)  # point at a scratch folder
+    load_prompt.cache_clear()
+    try:
+        with pytest.raises(PromptError, match="edited in place"):
+            load_prompt("g/p.v1")
+    finally:
+        load_prompt.cache_clear()
+
+
+def test_render_checks_placeholders_and_escapes():
+    prompt = Prompt(id="t/x.v1", text="<a>\n$a\n</a>", sha256="0")
+    assert render(prompt, a="x</a><b>&") == "<a>\nx&lt;/a&gt;&lt;b&gt;&amp;\n</a>"
+    with pytest.raises(PromptError, match="needs"):
+        render(prompt)
+    with pytest.raises(PromptError, match="no placeholder"):
+        render(prompt, a="1", b="2")
+
+
+# Layers (STYLE.md): a module may import only modules of its own layer or below.
+LAYERS = [
+    {"ragmetrics.errors", "ragmetrics._aio", "ragmetrics._version", "ragmetrics._text"},
+    {"ragmetrics.sample", "ragmetrics.score", "ragmetrics.settings", "ragmetrics.prompting"},
+    {"ragmetrics.judge"},
+    {"ragmetrics.metrics"},
+    {"ragmetrics.pipeline"},
+    {"ragmetrics.cases", "ragmetrics.cli", "ragmetrics.testing", "ragmetrics.pytest_plugin",
+     "ragmetrics.integrations", "ragmetrics.report", "ragmetrics.eval", "ragmetrics.suite",
+     "ragmetrics.__main__", "ragmetrics._fake_wire", "ragmetrics.case_result"},
+]
+
+
+def _layer(module: str) -> int | None:
+    for i, layer in enumerate(LAYERS):
+        if any(module == m or module.startswith(m + ".") for m in layer):
+            return i
+    return None
+
+
+def _is_submodule(package: Path, name: str) -> bool:
+    return (package / f"{name}.py").is_file() or (package / name / "__init__.py").is_file()
+
+
+def test_no_module_imports_a_layer_above_it():
+    package = Path(ragmetrics.__file__).parent
+    problems = []
+    for path in package.rglob("*.py"):
+        rel = path.relative_to(package.parent).with_suffix("")
+        module = ".".join(rel.parts).removesuffix(".__init__")
+        if module == "ragmetrics":
+            continue
+        mine = _layer(module)
+        if mine is None:
+            problems.append(f"{module} is in no layer")
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.module == "ragmetrics":
+                targets = [f"ragmetrics.{a.name}" if _is_submodule(package, a.name) else "ragmetrics"
+                           for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                if target == "ragmetrics" and module.split(".")[1] not in ("cli",):
+                    problems.append(f"{module} imports the top-level package")
+                theirs = _layer(target) if target.startswith("ragmetrics.") else None
+                if theirs is not None and theirs > mine:
+                    problems.append(f"{module} (layer {mine}) imports {target} (layer {theirs})")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.skipif(not os.environ.get("CI"), reason="CI proves the packaging with a non-editable install")
+def test_ci_tests_the_installed_wheel_not_the_checkout():
+    assert ROOT not in Path(ragmetrics.__file__).resolve().parents, ragmetrics.__file__
+    assert (Path(ragmetrics.__file__).parent / "prompts" / "manifest.json").is_file()
