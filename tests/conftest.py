@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragmetrics.testing import fake_llm_server  # noqa: F401  (the loopback fake LLM provider fixture)
+from ragmetrics.testing import fake_llm_server  # noqa: F401, F811  (the loopback fake LLM provider fixture)
 
 _PROVIDER_VARIABLES = (
     "OPENAI_API_KEY",
