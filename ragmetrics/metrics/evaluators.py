@@ -1,0 +1,221 @@
+"""The evaluator base: shared options, the evaluate trio, and the one place a raw score becomes a result.
+
+Every classic evaluator (``exact_match`` ... ``custom``) subclasses :class:`Evaluator`, implements
+``_score`` and returns a :class:`Scored`; :meth:`Evaluator.evaluate` applies ``negate`` and the pass
+mark the same way for all of them and builds the :class:`~ragmetrics.score.MetricResult`.
+
+Shared options follow the Cannonade document:
+
+- ``threshold``: the pass mark of graded evaluators (default 0.9). ``contains`` and ``json_match`` use
+  a fixed pass mark of 0.9; ``exact_match``, ``regex`` and ``json_validity`` are pass or fail on their
+  own (fixed pass mark 1.0). The LLM evaluators that return their own verdict take an optional
+  threshold that stacks on top of the verdict.
+- ``case_sensitive``: off by default, except for ``exact_match``.
+- ``negate``: the score becomes ``1 - score`` (a judge's verdict is inverted too) and is compared
+  against the pass mark again. ``custom`` refuses it: the function itself expresses the inversion.
+
+A result without a score (``status`` other than ``ok``) has ``passed=None``; a suite counts it as
+not passed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ragmetrics._aio import run_sync
+from ragmetrics._version import __version__
+from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError
+from ragmetrics.metrics.base import check_threshold
+from ragmetrics.sample import Sample
+from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage
+
+__all__ = ["Evaluator", "Scored", "check_flag", "judge_failure", "package_version"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scored:
+    """What an evaluator's scoring step found, before ``negate`` and the pass mark are applied."""
+
+    score: float | None
+    """The raw score in [0, 1], or None when ``status`` says why there is none."""
+    reasoning: str = ""
+    """How the score came about."""
+    details: dict[str, Any] = field(default_factory=dict)
+    """Evaluator-specific evidence (matched spans, missing paths, tokens, ...)."""
+    status: Status = "ok"
+    """``ok`` or why there is no score."""
+    message: str | None = None
+    """Detail for a non-ok status."""
+    verdict: bool | None = None
+    """A judge's own pass/fail verdict (``llm_rubric``, ``g_eval``); None when the evaluator has none."""
+    usage: Usage | None = None
+    """LLM usage behind the score."""
+    judge: JudgeInfo | None = None
+    """The judge that produced it."""
+
+
+def package_version() -> str:
+    """The ragmetrics version, for signatures."""
+    return __version__
+
+
+def check_flag(value: object, option: str, owner: str) -> bool:
+    """Validate a boolean option at construction time.
+
+    Raises:
+        ConfigError: ``value`` is not a bool.
+    """
+    if not isinstance(value, bool):
+        raise ConfigError(f"{owner}: {option} must be true or false, got {value!r}")
+    return value
+
+
+def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None) -> Scored:
+    """A judge (or embedding provider) failure as a result without a score: status and message."""
+    status = exc.status if exc.status in STATUSES else "provider_error"
+    return Scored(score=None, status=status, message=str(exc), judge=judge)  # type: ignore[arg-type]
+
+
+def _check_text(value: object, field_name: str, owner: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(field_name, "a string", value, detail=f"evaluator {owner}")
+    return value
+
+
+class Evaluator:
+    """Base class of the classic evaluators.
+
+    Subclasses set ``name`` and implement ``_score``. They call ``super().__init__`` with the options
+    they support; options they do not expose are simply not in their constructor.
+
+    Attributes:
+        threshold: The pass mark in force (configurable or fixed), or None for a judge verdict alone.
+        case_sensitive: Whether text comparison keeps letter case.
+        negate: Whether the score is inverted before it meets the pass mark.
+    """
+
+    name: ClassVar[str] = "evaluator"
+    """Snake_case type name used in config files, reports and the CLI."""
+    structured_reference: ClassVar[bool] = False
+    """Whether ``reference`` may be a parsed JSON value instead of a string (``json_match``)."""
+
+    def __init__(
+        self,
+        *,
+        threshold: float | None = None,
+        case_sensitive: bool = False,
+        negate: bool = False,
+    ) -> None:
+        self.threshold = check_threshold(threshold, self.name)
+        self.case_sensitive = check_flag(case_sensitive, "case_sensitive", self.name)
+        self.negate = check_flag(negate, "negate", self.name)
+        self._signature: str | None = None
+
+    # -- the public trio ---------------------------------------------------------------------------
+
+    async def evaluate(
+        self,
+        prediction: str,
+        reference: Any = "",
+        input: str = "",  # noqa: A002 - the reference documents' parameter name
+    ) -> MetricResult:
+        """Score one output.
+
+        Args:
+            prediction: The model output to judge.
+            reference: The expected value (a string; ``json_match`` also takes a parsed JSON value).
+            input: The input that produced the output (used by the LLM evaluators).
+
+        Returns:
+            The result: score in [0, 1] (or None with a status), ``passed``, ``reasoning``, details.
+
+        Raises:
+            InvalidInputError: An argument has the wrong type.
+        """
+        start = time.perf_counter()
+        _check_text(prediction, "prediction", self.name)
+        if not self.structured_reference:
+            _check_text(reference, "reference", self.name)
+        _check_text(input, "input", self.name)
+        scored = await self._score(prediction, reference, input)
+        return self._result(scored, (time.perf_counter() - start) * 1000.0)
+
+    def evaluate_sync(
+        self,
+        prediction: str,
+        reference: Any = "",
+        input: str = "",  # noqa: A002 - the reference documents' parameter name
+    ) -> MetricResult:
+        """Blocking twin of :meth:`evaluate`; works inside a running event loop too."""
+        return run_sync(self.evaluate(prediction, reference, input))
+
+    async def evaluate_sample(self, sample: Sample) -> MetricResult:
+        """Score a :class:`~ragmetrics.sample.Sample`: its answer against its reference and question."""
+        return await self.evaluate(sample.answer, sample.reference or "", sample.question or "")
+
+    # -- for subclasses ----------------------------------------------------------------------------
+
+    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        raise NotImplementedError
+
+    def _options(self) -> dict[str, object]:
+        """Output-affecting options, for the signature (subclasses extend it)."""
+        opts: dict[str, object] = {}
+        if self.threshold is not None:
+            opts["threshold"] = self.threshold
+        opts["case_sensitive"] = self.case_sensitive
+        opts["negate"] = self.negate
+        return opts
+
+    @property
+    def signature(self) -> str:
+        """What produces this evaluator's scores: name, options and package version."""
+        if self._signature is None:
+            opts = "|".join(f"{k}={v}" for k, v in self._options().items())
+            self._signature = f"{self.name}|{opts}|ragmetrics={package_version()}"
+        return self._signature
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self._options().items())
+        return f"{type(self).__name__}({opts})"
+
+    # -- the one place a raw score becomes a result ------------------------------------------------
+
+    def _result(self, scored: Scored, latency_ms: float) -> MetricResult:
+        score = scored.score
+        verdict = scored.verdict
+        reasoning = scored.reasoning
+        passed: bool | None = None
+        if score is not None:
+            if math.isnan(score):
+                raise AssertionError(f"{self.name} produced NaN; this is a bug in ragmetrics")
+            score = min(1.0, max(0.0, float(score)))  # guards float round-off just outside [0, 1]
+            if self.negate:
+                raw = score
+                score = 1.0 - score
+                if verdict is not None:
+                    verdict = not verdict
+                reasoning = f"Negated: score 1 - {raw:.4f} = {score:.4f}. {reasoning}".rstrip()
+            if verdict is not None:
+                passed = verdict and (self.threshold is None or score >= self.threshold)
+            elif self.threshold is not None:
+                passed = score >= self.threshold
+        elif not reasoning:
+            reasoning = f"No score: {scored.message}"
+        return MetricResult(
+            name=self.name,
+            score=score,
+            passed=passed,
+            threshold=self.threshold,
+            status=scored.status,
+            message=scored.message,
+            reasoning=reasoning,
+            details=scored.details,
+            usage=scored.usage or Usage(),
+            latency_ms=latency_ms,
+            judge=scored.judge,
+            signature=self.signature,
+        )

@@ -1,0 +1,296 @@
+"""Literal and character-level evaluators: exact_match, contains, regex, levenshtein, f1.
+
+- ``exact_match``: both sides trimmed, then compared; case-sensitive by default. Pass or fail.
+- ``contains``: the expected value is a comma-separated list of terms; the score is the share found in
+  the output (3 of 4 gives 0.75); fixed pass mark 0.9.
+- ``regex``: the pattern (validated at construction, a :class:`~ragmetrics.errors.ConfigError` when
+  invalid) must match somewhere in the output. Patterns come from config files, so matching runs under
+  the ``regex`` package's ``timeout``: a catastrophic pattern ends as a ``timeout`` result, never a hang.
+- ``levenshtein``: ``1 - normalised edit distance`` (distance / length of the longer string) on the
+  trimmed strings, as ``rapidfuzz`` computes it.
+- ``f1``: F1 over the *unique* whitespace-separated tokens of each side (set overlap, no bag counts).
+
+Case-insensitive comparison uses ``str.casefold``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+from rapidfuzz.distance import Levenshtein
+
+from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.metrics.evaluators import Evaluator, Scored
+
+__all__ = [
+    "ContainsEvaluator",
+    "ExactMatchEvaluator",
+    "F1Evaluator",
+    "LevenshteinEvaluator",
+    "RegexMatchEvaluator",
+    "levenshtein_similarity",
+    "token_f1",
+]
+
+DEFAULT_THRESHOLD = 0.9
+"""Starting threshold of the graded evaluators (Cannonade)."""
+FIXED_PASS_MARK = 0.9
+"""Pass mark of ``contains`` and ``json_match``; not configurable."""
+BINARY_PASS_MARK = 1.0
+"""Pass mark of the pass-or-fail evaluators."""
+
+_normalized_distance = Levenshtein.normalized_distance
+
+
+def _fold(text: str, case_sensitive: bool) -> str:
+    return text if case_sensitive else text.casefold()
+
+
+# -- exact_match -----------------------------------------------------------------------------------
+
+
+class ExactMatchEvaluator(Evaluator):
+    """The output must equal the expected string; both sides are trimmed first.
+
+    Case-sensitive by default; :meth:`case_insensitive` builds the other kind. On failure the
+    reasoning shows what was expected and what was received.
+    """
+
+    name = "exact_match"
+
+    def __init__(self, *, case_sensitive: bool = True, negate: bool = False) -> None:
+        super().__init__(threshold=BINARY_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
+
+    @classmethod
+    def case_insensitive(cls, *, negate: bool = False) -> ExactMatchEvaluator:
+        """An exact match that ignores letter case."""
+        return cls(case_sensitive=False, negate=negate)
+
+    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        got, want = prediction.strip(), reference.strip()
+        if _fold(got, self.case_sensitive) == _fold(want, self.case_sensitive):
+            return Scored(score=1.0, reasoning="The output equals the expected string.")
+        hint = ""
+        if self.case_sensitive and got.casefold() == want.casefold():
+            hint = " (they differ only in letter case)"
+        return Scored(
+            score=0.0,
+            reasoning=f"Expected {shorten(want, 120)!r}, received {shorten(got, 120)!r}{hint}.",
+            details={"expected": shorten(want, 500), "received": shorten(got, 500)},
+        )
+
+
+# -- contains --------------------------------------------------------------------------------------
+
+
+def _terms(reference: str) -> list[str]:
+    return [term.strip() for term in reference.split(",") if term.strip()]
+
+
+class ContainsEvaluator(Evaluator):
+    """The output must contain the expected terms (a comma-separated list).
+
+    The score is the fraction of terms found, so three terms out of four gives 0.75, below the fixed
+    pass mark of 0.9. Use a single term for a plain yes or no.
+    """
+
+    name = "contains"
+
+    def __init__(self, *, case_sensitive: bool = False, negate: bool = False) -> None:
+        super().__init__(threshold=FIXED_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
+
+    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        terms = _terms(reference)
+        if not terms:
+            return Scored(
+                score=None,
+                status="invalid_input",
+                message="contains needs at least one term: the expected value is empty "
+                "(give a comma-separated list, e.g. 'Paris, France')",
+            )
+        haystack = _fold(prediction, self.case_sensitive)
+        found = [t for t in terms if _fold(t, self.case_sensitive) in haystack]
+        missing = [t for t in terms if t not in found]
+        score = len(found) / len(terms)
+        reasoning = f"Found {len(found)} of {len(terms)} term{'s' if len(terms) != 1 else ''}"
+        reasoning += (
+            f"; missing: {', '.join(repr(shorten(t, 60)) for t in missing[:10])}." if missing else "."
+        )
+        return Scored(score=score, reasoning=reasoning, details={"found": found, "missing": missing})
+
+
+# -- regex -----------------------------------------------------------------------------------------
+
+
+class RegexMatchEvaluator(Evaluator):
+    """The output must match a regular expression (anywhere; anchor it with ``^...$`` for all of it).
+
+    Args:
+        pattern: The regular expression (``regex`` package syntax, a superset of ``re``).
+        case_sensitive: Whether matching keeps letter case (default: ignore case).
+        negate: Pass when the pattern does *not* match.
+        timeout: Seconds a single match may take before it is abandoned (default 1.0).
+
+    Raises:
+        ConfigError: The pattern does not compile, or an option is invalid.
+    """
+
+    name = "regex"
+
+    def __init__(
+        self,
+        pattern: str,
+        *,
+        case_sensitive: bool = False,
+        negate: bool = False,
+        timeout: float = 1.0,
+    ) -> None:
+        super().__init__(threshold=BINARY_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
+        if not isinstance(pattern, str):
+            raise ConfigError(f"regex: pattern must be a string, got {type(pattern).__name__} {pattern!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
+            raise ConfigError(f"regex: timeout must be a number of seconds in (0, 60], got {timeout!r}")
+        flags = 0 if case_sensitive else regex.IGNORECASE
+        try:
+            self._compiled = regex.compile(pattern, flags)
+        except regex.error as exc:
+            where = f" at position {exc.pos}" if exc.pos is not None else ""
+            raise ConfigError(f"regex: invalid pattern {shorten(pattern, 120)!r}: {exc.msg}{where}") from exc
+        except (ValueError, OverflowError, RecursionError) as exc:  # e.g. a repeat count out of range
+            raise ConfigError(f"regex: invalid pattern {shorten(pattern, 120)!r}: {exc}") from exc
+        self.pattern = pattern
+        self.timeout = float(timeout)
+
+    def _options(self) -> dict[str, object]:
+        return {"pattern": self.pattern, **super()._options(), "timeout": self.timeout}
+
+    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        shown = shorten(self.pattern, 80)
+        try:
+            match = self._compiled.search(prediction, timeout=self.timeout)
+        except TimeoutError:
+            return Scored(
+                score=None,
+                status="timeout",
+                message=(
+                    f"regex: pattern {shown!r} did not finish within {self.timeout:g} s on a "
+                    f"{len(prediction)}-character output (catastrophic backtracking?); the evaluation "
+                    "failed. Simplify the pattern (avoid nested quantifiers such as (a+)+) or raise timeout."
+                ),
+            )
+        if match is None:
+            return Scored(score=0.0, reasoning=f"No match for /{shown}/.")
+        return Scored(
+            score=1.0,
+            reasoning=f"/{shown}/ matched {shorten(match.group(0), 80)!r} at {match.start()}..{match.end()}.",
+            details={"match": shorten(match.group(0), 500), "span": [match.start(), match.end()]},
+        )
+
+
+# -- levenshtein -----------------------------------------------------------------------------------
+
+
+def _levenshtein(prediction: str, reference: str, case_sensitive: bool) -> tuple[float, int, int]:
+    a = _fold(prediction.strip(), case_sensitive)
+    b = _fold(reference.strip(), case_sensitive)
+    longest = max(len(a), len(b))
+    if longest == 0:
+        return 1.0, 0, 0
+    distance = Levenshtein.distance(a, b)
+    # rapidfuzz's normalized_distance is distance / max(len): the same correctly rounded division.
+    return 1.0 - distance / longest, distance, longest
+
+
+def levenshtein_similarity(prediction: str, reference: str, *, case_sensitive: bool = False) -> float:
+    """``1 - Levenshtein distance / length of the longer string``, on trimmed (and case-folded) text.
+
+    Exactly ``1 - rapidfuzz.distance.Levenshtein.normalized_distance`` of the normalised strings.
+    """
+    if case_sensitive:
+        return 1.0 - _normalized_distance(prediction.strip(), reference.strip())
+    return 1.0 - _normalized_distance(prediction.strip().casefold(), reference.strip().casefold())
+
+
+class LevenshteinEvaluator(Evaluator):
+    """Edit-distance similarity: ``1 - distance / max(len)``; sensitive to small deviations.
+
+    Both sides are trimmed; letter case is ignored unless ``case_sensitive``. Both empty scores 1.
+    """
+
+    name = "levenshtein"
+
+    def __init__(
+        self,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        case_sensitive: bool = False,
+        negate: bool = False,
+    ) -> None:
+        super().__init__(threshold=threshold, case_sensitive=case_sensitive, negate=negate)
+
+    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        score, distance, longest = _levenshtein(prediction, reference, self.case_sensitive)
+        return Scored(
+            score=score,
+            reasoning=(
+                f"Levenshtein distance {distance} over {longest} characters: similarity {score:.4f}, "
+                f"threshold: {self.threshold:.4f}."
+            ),
+            details={"distance": distance, "max_length": longest},
+        )
+
+
+# -- f1 --------------------------------------------------------------------------------------------
+
+
+def _f1(prediction: str, reference: str, case_sensitive: bool) -> tuple[float, int, int, int]:
+    pred = set(_fold(prediction, case_sensitive).split())
+    ref = set(_fold(reference, case_sensitive).split())
+    if not pred and not ref:
+        return 1.0, 0, 0, 0
+    common = len(pred & ref)
+    if common == 0:
+        return 0.0, 0, len(pred), len(ref)
+    precision = common / len(pred)
+    recall = common / len(ref)
+    return 2 * precision * recall / (precision + recall), common, len(pred), len(ref)
+
+
+def token_f1(prediction: str, reference: str, *, case_sensitive: bool = False) -> float:
+    """F1 over the unique whitespace-separated tokens of each side; both empty scores 1, one empty 0."""
+    return _f1(prediction, reference, case_sensitive)[0]
+
+
+class F1Evaluator(Evaluator):
+    """F1 over the unique whitespace-separated tokens of the output and the reference.
+
+    Precision is the share of the output's distinct tokens found in the reference, recall the share of
+    the reference's distinct tokens found in the output. Punctuation stays attached to its token.
+    """
+
+    name = "f1"
+
+    def __init__(
+        self,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        case_sensitive: bool = False,
+        negate: bool = False,
+    ) -> None:
+        super().__init__(threshold=threshold, case_sensitive=case_sensitive, negate=negate)
+
+    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        score, common, n_pred, n_ref = _f1(prediction, reference, self.case_sensitive)
+        if n_pred == 0 and n_ref == 0:
+            reasoning = f"Both texts are empty: F1 1.0000, threshold: {self.threshold:.4f}."
+        else:
+            reasoning = (
+                f"{common} shared unique tokens ({n_pred} in the output, {n_ref} in the reference): "
+                f"F1 {score:.4f}, threshold: {self.threshold:.4f}."
+            )
+        return Scored(
+            score=score,
+            reasoning=reasoning,
+            details={"common_tokens": common, "prediction_tokens": n_pred, "reference_tokens": n_ref},
+        )
