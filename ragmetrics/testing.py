@@ -51,6 +51,7 @@ from pydantic import BaseModel
 from ragmetrics import _fake_wire as wire
 from ragmetrics.errors import ConfigError, MissingDependencyError
 from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
+from ragmetrics.metrics._rubric_schemas import EvaluationSteps, GEvalGrade, JudgeRating, RubricGrade
 from ragmetrics.prompting import parse_blocks, parse_numbered_blocks
 
 try:  # the fixture is optional: importing this module must not need pytest
@@ -240,12 +241,38 @@ def _verify_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
     return None
 
 
+def _blocks_reader(**names: str) -> Callable[[Sequence[str]], dict[str, Any] | None]:
+    """Reads variables from leaf blocks: ``variable=block tag``; the first block must be present."""
+    first = next(iter(names.values()))
+
+    def read(user_texts: Sequence[str]) -> dict[str, Any] | None:
+        for text in user_texts:
+            blocks = parse_blocks(text)
+            if first in blocks:
+                return {var: _block_value(blocks.get(tag)) or "" for var, tag in names.items()}
+        return None
+
+    return read
+
+
+def _steps_reader(user_texts: Sequence[str]) -> dict[str, Any] | None:
+    found = _blocks_reader(criteria="criteria", steps="steps", input="input", output="output")(user_texts)
+    if found is not None:
+        found["steps"] = [s for s in found["steps"].splitlines() if s.strip()]
+    return found
+
+
 _TASKS: Mapping[str, _Task] = MappingProxyType(
     {
         task.model.__name__: task
         for task in (
             _Task("claims.extract", _extract_variables, ClaimExtraction),
             _Task("claims.verify", _verify_variables, ClaimVerification),
+            _Task("llm_judge.grade", _blocks_reader(prediction="response", input="input", reference="reference"),
+                  JudgeRating),
+            _Task("llm_rubric.grade", _blocks_reader(rubric="rubric", input="input", output="output"), RubricGrade),
+            _Task("g_eval.steps", _blocks_reader(criteria="criteria"), EvaluationSteps),
+            _Task("g_eval.grade", _steps_reader, GEvalGrade),
         )
     }
 )

@@ -55,6 +55,8 @@ from typing import Any
 from ragmetrics import _text
 from ragmetrics.errors import JudgeOutputError
 from ragmetrics.judge.base import JudgeReply, JudgeRequest
+from ragmetrics.judge.offline_grading import TASKS as GRADING_TASKS
+from ragmetrics.judge.offline_grading import answer_grading
 from ragmetrics.score import JudgeInfo, Usage
 
 __all__ = [
@@ -576,7 +578,8 @@ def answer(task: str, variables: Mapping[str, Any]) -> dict[str, Any]:
     """Answer one claim-machinery task deterministically from its raw variables.
 
     Args:
-        task: ``claims.extract`` or ``claims.verify``.
+        task: ``claims.extract``, ``claims.verify``, or a grading task of
+            :mod:`ragmetrics.judge.offline_grading` (llm_judge, llm_rubric, g_eval).
         variables: ``{"question", "answer"}`` for extraction; ``{"claims", "contexts"}`` for verification.
 
     Returns:
@@ -589,8 +592,12 @@ def answer(task: str, variables: Mapping[str, Any]) -> dict[str, Any]:
         return _extract(variables.get("question"), str(variables.get("answer") or ""))
     if task == "claims.verify":
         return _verify(list(variables.get("claims") or []), list(variables.get("contexts") or []))
+    graded = answer_grading(task, variables)
+    if graded is not None:
+        return graded
     raise JudgeOutputError(
-        f"the offline judge cannot answer task '{task}' (it knows 'claims.extract' and 'claims.verify')",
+        f"the offline judge cannot answer task '{task}' (it knows 'claims.extract', 'claims.verify' and "
+        f"{', '.join(repr(t) for t in GRADING_TASKS)})",
         provider="offline",
         model=MODEL,
         status="judge_output_invalid",
