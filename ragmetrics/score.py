@@ -113,6 +113,8 @@ class ClaimRecord(BaseModel):
     """Whether the quote was found in the cited passage (normalised, fuzzy ratio >= 0.9)."""
     reason: str = ""
     """The judge's one-line reason."""
+    support: float | None = None
+    """The heuristic (offline) judge's probability that the claim is supported; None for LLM judges."""
 
 
 def _finite_unit(value: float | None) -> float | None:

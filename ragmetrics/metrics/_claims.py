@@ -131,6 +131,7 @@ class ClaimsOutcome:
                 evidence=v.evidence if v else "",
                 evidence_verified=verified,
                 reason=v.reason if v else "",
+                support=v.support if v else None,
             ))
         return out
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationInfo, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 __all__ = ["ClaimExtraction", "ClaimVerification", "ExtractedClaim", "LeanSchema", "VerifiedClaim"]
 
@@ -78,6 +79,9 @@ class VerifiedClaim(LeanSchema):
     """A verbatim quote from that context."""
     reason: str = ""
     """Why."""
+    support: SkipJsonSchema[float | None] = Field(default=None, ge=0.0, le=1.0)
+    """Probability that the claim is supported, from heuristic judges only (never asked of an LLM:
+    it is left out of the JSON schema). ``supported`` verdicts have support >= 0.5."""
 
 
 class ClaimVerification(LeanSchema):

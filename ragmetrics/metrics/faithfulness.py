@@ -1,7 +1,9 @@
 """Faithfulness: the share of the answer's claims that the contexts support.
 
 Contradicted and unverifiable claims both count against the answer (an unverifiable addition is
-"baseless information", as in RAGTruth). No claims: 1.0 with status ``no_claims``. No contexts: every
+"baseless information", as in RAGTruth). A heuristic judge (the offline judge) gives each claim a
+probability of being supported instead of a certain verdict; the score is then the mean probability,
+the expected share of supported claims. No claims: 1.0 with status ``no_claims``. No contexts: every
 claim is unverifiable, so 0.0 (no verification call is made).
 """
 
@@ -49,6 +51,12 @@ class FaithfulnessMetric(ClaimMetric):
         supported = sum(r.verdict == "supported" for r in records)
         score = supported / len(records)
         parts = [f"{supported} of {len(records)} claims are supported by the contexts."]
+        if all(r.support is not None for r in records):
+            # A heuristic judge is unsure: it gives each claim a probability of being supported, and
+            # the score is the expected share of supported claims (its verdicts are p >= 0.5).
+            score = sum(r.support or 0.0 for r in records) / len(records)
+            details["soft"] = True
+            parts.append(f"Score = mean support probability {score:.2f} (heuristic judge).")
         for label in ("contradicted", "not_found"):
             bad = [describe_claim(i, r) + (f" (context {r.context_index})" if r.context_index is not None else "")
                    for i, r in enumerate(records) if r.verdict == label]
