@@ -32,12 +32,12 @@ def load(path: Path, limit: int | None) -> list[dict]:
     return rows[:limit] if limit else rows
 
 
-def import_time(runs: int = 7) -> float:
-    """Median wall time of `python -c "import ragmetrics"` in a fresh interpreter."""
+def import_time(runs: int = 7, code: str = "import ragmetrics") -> float:
+    """Median wall time of `python -c CODE` in a fresh interpreter, and of `python -c pass`."""
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import ragmetrics"], check=True)
+        subprocess.run([sys.executable, "-c", code], check=True)
         times.append(time.perf_counter() - started)
     baseline = []
     for _ in range(runs):
@@ -124,6 +124,8 @@ def main() -> None:
             if 800 <= sum(est_tokens(c) for c in row["contexts"]) <= 1200
             and 2 <= row["answer"].count(". ") + 1 <= 4]
     imp, bare = import_time()
+    imp_metrics, _ = import_time(code="from ragmetrics import FaithfulnessMetric, RelevancyMetric, "
+                                      "GroundednessMetric, EvaluationPipeline")
     result.update({
         "wall_s": round(wall, 3),
         "calls_per_sample": per_sample(records, "calls"),
@@ -136,6 +138,7 @@ def main() -> None:
         "import_ragmetrics_s": round(imp, 3),
         "bare_python_s": round(bare, 3),
         "import_ragmetrics_minus_bare_s": round(imp - bare, 3),
+        "import_metrics_and_pipeline_s": round(imp_metrics, 3),
     })
     if all(r["label"] is not None for r in records):
         result["faithfulness_balanced_accuracy"] = {
@@ -150,11 +153,13 @@ def main() -> None:
     print(json.dumps(result, indent=2))
     print()
     print("| judge | samples | LLM calls / sample | prompt tokens / sample | completion tokens / sample "
-          "| prompt tokens / sample (~1k-token contexts, 3 sentences) | wall s | import s |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| prompt tokens / sample (~1k-token contexts, 3 sentences) | wall s | `import ragmetrics` s "
+          "| import metrics + pipeline s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     print(f"| {args.judge} | {len(records)} | {result['calls_per_sample']:.2f} | "
           f"{result['prompt_tokens_per_sample']:.0f} | {result['completion_tokens_per_sample']:.0f} | "
-          f"{result['lean_subset']['prompt_tokens_per_sample']:.0f} (n={len(lean)}) | {wall:.1f} | {imp:.2f} |")
+          f"{result['lean_subset']['prompt_tokens_per_sample']:.0f} (n={len(lean)}) | {wall:.1f} | {imp:.2f} "
+          f"| {imp_metrics:.2f} |")
 
 
 if __name__ == "__main__":

@@ -6,11 +6,15 @@
 ...     answer="Python is a compiled language created in 1991.",
 ...     contexts=["Python is an interpreted language created by Guido van Rossum in 1991."])
 
-Provider SDKs (openai, anthropic, instructor) are imported only when a provider judge makes its first
-call, so ``import ragmetrics`` stays fast.
+The public names are loaded on first use, so ``import ragmetrics`` (and the pytest plugin, which
+every pytest run of a project with ragmetrics installed loads) costs almost nothing; provider SDKs
+(openai, anthropic, instructor) load only when a provider judge makes its first call.
 """
 
 from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from ragmetrics._version import __version__
 from ragmetrics.errors import (
@@ -25,77 +29,100 @@ from ragmetrics.errors import (
     RagMetricsError,
     SnapshotError,
 )
-from ragmetrics.eval import (
-    BleuEvaluator,
-    ContainsEvaluator,
-    CosineSimilarityEvaluator,
-    CustomEvaluator,
-    EmbeddingDistanceEvaluator,
-    ExactMatchEvaluator,
-    F1Evaluator,
-    FakeEmbeddings,
-    GEvalEvaluator,
-    HtmlValidationEvaluator,
-    JsonMatchEvaluator,
-    JsonValidityEvaluator,
-    LevenshteinEvaluator,
-    LLMJudgeEvaluator,
-    LLMRubricEvaluator,
-    RegexMatchEvaluator,
-    RougeEvaluator,
-    make_evaluator,
-)
-from ragmetrics.judge import Judge, resolve_judge
-from ragmetrics.metrics import BUILTIN_METRICS
-from ragmetrics.metrics.faithfulness import FaithfulnessMetric
-from ragmetrics.metrics.groundedness import GroundednessMetric
-from ragmetrics.metrics.relevancy import RelevancyMetric
-from ragmetrics.sample import Sample
-from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult, Usage
 
-EvalResult = MetricResult
-"""The evaluators' name for the one result shape."""
+_LAZY: dict[str, str] = {
+    # metrics
+    "FaithfulnessMetric": "ragmetrics.metrics.faithfulness",
+    "GroundednessMetric": "ragmetrics.metrics.groundedness",
+    "RelevancyMetric": "ragmetrics.metrics.relevancy",
+    "BUILTIN_METRICS": "ragmetrics.metrics",
+    # evaluators
+    **{name: "ragmetrics.eval" for name in (
+        "BleuEvaluator", "ContainsEvaluator", "CosineSimilarityEvaluator", "CustomEvaluator",
+        "EmbeddingDistanceEvaluator", "ExactMatchEvaluator", "F1Evaluator", "FakeEmbeddings", "GEvalEvaluator",
+        "HtmlValidationEvaluator", "JsonMatchEvaluator", "JsonValidityEvaluator", "LLMJudgeEvaluator",
+        "LLMRubricEvaluator", "LevenshteinEvaluator", "RegexMatchEvaluator", "RougeEvaluator", "make_evaluator",
+    )},
+    # records and judges
+    "Sample": "ragmetrics.sample",
+    "ClaimRecord": "ragmetrics.score",
+    "JudgeInfo": "ragmetrics.score",
+    "MetricResult": "ragmetrics.score",
+    "Usage": "ragmetrics.score",
+    "Judge": "ragmetrics.judge",
+    "resolve_judge": "ragmetrics.judge",
+    # pipeline
+    "EvaluationPipeline": "ragmetrics.pipeline",
+    "EvaluationResult": "ragmetrics.pipeline",
+    "Report": "ragmetrics.pipeline",
+    # eval cases and regressions
+    "eval_case": "ragmetrics.cases",
+    "EvalCaseMeta": "ragmetrics.cases",
+    "CaseResult": "ragmetrics.case_result",
+    "EvalRegression": "ragmetrics.pipeline.snapshot",
+    "Snapshot": "ragmetrics.pipeline.snapshot",
+    "Diff": "ragmetrics.pipeline.snapshot",
+    "Delta": "ragmetrics.pipeline.snapshot",
+    # suites
+    "Case": "ragmetrics.suite",
+    "Suite": "ragmetrics.suite",
+    "run_suite": "ragmetrics.suite",
+}
+_ALIASES = {"EvalResult": ("ragmetrics.score", "MetricResult")}
 
-__all__ = [
-    "BUILTIN_METRICS",
-    "BleuEvaluator",
-    "CacheError",
-    "ClaimRecord",
-    "ConfigError",
-    "ContainsEvaluator",
-    "CosineSimilarityEvaluator",
-    "CustomEvaluator",
-    "EmbeddingDistanceEvaluator",
-    "EvalResult",
-    "ExactMatchEvaluator",
-    "F1Evaluator",
-    "FaithfulnessMetric",
-    "FakeEmbeddings",
-    "GEvalEvaluator",
-    "GroundednessMetric",
-    "HtmlValidationEvaluator",
-    "InvalidInputError",
-    "JsonMatchEvaluator",
-    "JsonValidityEvaluator",
-    "Judge",
-    "JudgeError",
-    "JudgeInfo",
-    "JudgeOutputError",
-    "LLMJudgeEvaluator",
-    "LLMRubricEvaluator",
-    "LevenshteinEvaluator",
-    "MetricResult",
-    "MissingDependencyError",
-    "NoScoreError",
-    "PromptError",
-    "RagMetricsError",
-    "RegexMatchEvaluator",
-    "RelevancyMetric",
-    "RougeEvaluator",
-    "Sample",
-    "SnapshotError",
-    "Usage",
-    "__version__",
-    "make_evaluator",
-    "resolve_judge",
-]
+__all__ = sorted([
+    "CacheError", "ConfigError", "InvalidInputError", "JudgeError", "JudgeOutputError", "MissingDependencyError",
+    "NoScoreError", "PromptError", "RagMetricsError", "SnapshotError", "__version__", *_LAZY, *_ALIASES,
+])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+    elif name in _ALIASES:
+        module, attr = _ALIASES[name]
+        value = getattr(import_module(module), attr)
+    else:
+        raise AttributeError(f"module 'ragmetrics' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from ragmetrics.case_result import CaseResult
+    from ragmetrics.cases import EvalCaseMeta, eval_case
+    from ragmetrics.eval import (
+        BleuEvaluator,
+        ContainsEvaluator,
+        CosineSimilarityEvaluator,
+        CustomEvaluator,
+        EmbeddingDistanceEvaluator,
+        ExactMatchEvaluator,
+        F1Evaluator,
+        FakeEmbeddings,
+        GEvalEvaluator,
+        HtmlValidationEvaluator,
+        JsonMatchEvaluator,
+        JsonValidityEvaluator,
+        LevenshteinEvaluator,
+        LLMJudgeEvaluator,
+        LLMRubricEvaluator,
+        RegexMatchEvaluator,
+        RougeEvaluator,
+        make_evaluator,
+    )
+    from ragmetrics.judge import Judge, resolve_judge
+    from ragmetrics.metrics import BUILTIN_METRICS
+    from ragmetrics.metrics.faithfulness import FaithfulnessMetric
+    from ragmetrics.metrics.groundedness import GroundednessMetric
+    from ragmetrics.metrics.relevancy import RelevancyMetric
+    from ragmetrics.pipeline import EvaluationPipeline, EvaluationResult, Report
+    from ragmetrics.pipeline.snapshot import Delta, Diff, EvalRegression, Snapshot
+    from ragmetrics.sample import Sample
+    from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult, Usage
+    from ragmetrics.score import MetricResult as EvalResult
+    from ragmetrics.suite import Case, Suite, run_suite

@@ -1,12 +1,16 @@
 """What an eval case's verdict is made of: reading its return value and checking it against its bounds.
 
-:func:`judge_value` turns whatever a case returned into a :class:`CaseResult`: a dict with any of
-``score`` (in [0, 1]), ``cost_usd``, ``latency_ms``, ``metrics`` (named scores in [0, 1]) and
-``samples`` (per-sample values), or an ``EvaluationResult``-like object (``mean_score``,
-``usage.cost_usd`` or ``cost_usd``, ``latency_ms``) or a non-empty list of them (mean score over the
-scored ones, summed cost, max latency). A malformed value fails the case with a message saying what
-is wrong; a bound that cannot be checked (``min_score`` set, no score returned) fails it too. It
-never passes by default.
+:func:`judge_value` turns whatever a case returned into a :class:`CaseResult`. Accepted values:
+
+* a dict with any of ``score`` (in [0, 1]), ``cost_usd``, ``latency_ms``, ``metrics`` (named
+  scores in [0, 1]) and ``samples`` (per-sample values, see :mod:`ragmetrics.pipeline.snapshot`);
+* an ``EvaluationResult``-like object (``mean_score``, ``usage.cost_usd`` or ``cost_usd``,
+  ``latency_ms``, ``id``, ``scores``) or a non-empty list of them: mean score over the scored
+  ones, summed cost, max latency; the per-metric ``scores`` become ``metrics`` (their means) and
+  each result a sample, so a snapshot can test every metric's change for significance.
+
+A malformed value fails the case with a message saying what is wrong; a bound that cannot be
+checked (``min_score`` set, no score returned) fails it too. Nothing passes by default.
 """
 
 from __future__ import annotations
@@ -184,34 +188,37 @@ def _is_evaluation_result(value: object) -> bool:
     return not isinstance(value, Mapping) and hasattr(value, "mean_score")
 
 
+def _sample_id(item: Any, index: int) -> str:
+    candidates = (getattr(item, "id", None), getattr(item, "sample_id", None), getattr(item, "sample", None))
+    for value in candidates[:2]:
+        if value is not None:
+            return str(value)
+    sample_id = getattr(candidates[2], "id", None)
+    return str(sample_id) if sample_id is not None else str(index)
+
+
 def _from_evaluation_results(items: Sequence[Any], out: dict[str, Any], problems: list[str]) -> None:
     scores, costs, latencies, samples = [], [], [], []
+    per_metric: dict[str, list[float]] = {}
     for i, item in enumerate(items):
         score = _number(f"result {i} mean_score", getattr(item, "mean_score", None), 0.0, 1.0, problems)
         usage = getattr(item, "usage", None)
         cost = getattr(usage, "cost_usd", None) if usage is not None else getattr(item, "cost_usd", None)
         cost = _number(f"result {i} cost_usd", cost, 0.0, None, problems)
         latency = _number(f"result {i} latency_ms", getattr(item, "latency_ms", None), 0.0, None, problems)
-        sid = next(
-            (
-                v
-                for v in (
-                    getattr(item, "id", None),
-                    getattr(item, "sample_id", None),
-                    getattr(getattr(item, "sample", None), "id", None),
-                )
-                if v is not None
-            ),
-            i,
-        )
-        per = getattr(item, "scores", None)
-        per = (
-            {str(k): v for k, v in per.items() if v is None or isinstance(v, Real)}
-            if isinstance(per, Mapping)
-            else {}
-        )
+        named = getattr(item, "scores", None)
+        named = dict(named) if isinstance(named, Mapping) else {}
+        for metric, value in named.items():
+            if isinstance(value, Real) and not isinstance(value, bool):
+                per_metric.setdefault(str(metric), []).append(float(value))
         samples.append(
-            {"id": str(sid), "score": score, "cost_usd": cost, "latency_ms": latency, "scores": per}
+            {
+                "id": _sample_id(item, i),
+                "score": score,
+                "cost_usd": cost,
+                "latency_ms": latency,
+                "scores": named,
+            }
         )
         scores += [score] if score is not None else []
         costs += [cost] if cost is not None else []
@@ -225,9 +232,17 @@ def _from_evaluation_results(items: Sequence[Any], out: dict[str, Any], problems
             f"{len(items) - len(scores)} of {len(items)} samples had no score and are left out of the mean"
         )
     try:
-        out["samples"] = SnapshotResult.model_validate({"name": "case", "samples": samples}).samples
-    except ValidationError as exc:  # duplicate sample ids or bad per-metric scores
-        problems.extend(f"samples: {e['msg']}" for e in exc.errors()[:3])
+        record = SnapshotResult.model_validate(
+            {
+                "name": "case",
+                "samples": samples,
+                "metrics": {m: sum(v) / len(v) for m, v in per_metric.items()},
+            }
+        )
+    except ValidationError as exc:  # duplicate sample ids, bad per-metric scores, a metric named "score"
+        problems.extend(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+    else:
+        out["samples"], out["metrics"] = record.samples, record.metrics
 
 
 def _observe(value: object) -> tuple[dict[str, Any], list[str]]:

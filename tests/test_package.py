@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_import_loads_no_provider_sdk():
-    code = ("import sys, ragmetrics; "
+    code = ("import sys, ragmetrics; from ragmetrics import FaithfulnessMetric, EvaluationPipeline, "
+            "RougeEvaluator, eval_case; "
             "print(sorted(m for m in ('openai', 'anthropic', 'instructor', 'httpx', 'httpx2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -22,6 +22,9 @@ exception out of :meth:`~ragmetrics.metrics.evaluators.Evaluator.evaluate`.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
+import gc
 import inspect
 import json
 import math
@@ -116,6 +119,26 @@ def _classify(message: str) -> str:
     if "stack overflow" in message:
         return "stack"
     return "threw"
+
+
+@functools.cache
+def _js_thread() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread that touches QuickJS.
+
+    QuickJS runtimes are not thread-safe and check stack depth against the thread that made them, so
+    every context is created, used, freed and garbage-collected on this single thread.
+    """
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmetrics-quickjs")
+
+
+def _on_js_thread(fn: Any, *args: Any) -> Any:
+    def run() -> Any:
+        try:
+            return fn(*args)
+        finally:
+            gc.collect()  # free any QuickJS objects caught in cycles here, not on another thread
+
+    return _js_thread().submit(run)
 
 
 def _run_js(source: str, output: str, timeout: float, memory_bytes: int) -> _JsOutcome:
@@ -249,7 +272,7 @@ class CustomEvaluator(Evaluator):
         if isinstance(function, str):
             if not function.strip():
                 raise ConfigError("custom: the JavaScript source is empty")
-            problem = _check_js(function)
+            problem = _on_js_thread(_check_js, function).result()
             if problem:
                 raise ConfigError(f"custom: the JavaScript does not parse: {shorten(problem.strip(), 300)}")
             self.language = "javascript"
@@ -274,9 +297,9 @@ class CustomEvaluator(Evaluator):
 
     async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         if self.source is not None:
-            outcome = await asyncio.to_thread(
+            outcome = await asyncio.wrap_future(_on_js_thread(
                 _run_js, self.source, prediction, self.timeout, self.memory_limit_mb * 1024 * 1024
-            )
+            ))
             if outcome.kind != "ok":
                 return self._js_failure(outcome)
             value = outcome.value

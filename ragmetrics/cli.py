@@ -1,0 +1,286 @@
+"""The ``ragmetrics`` command line: one subcommand per job, one handler function per subcommand.
+
+``ragmetrics test`` runs eval cases (see :mod:`ragmetrics.cases`) and compares them with saved
+snapshots. Exit codes, for every command: 0 success; 1 a case failed or errored, or a regression was
+found with ``--fail-on-regression``; 2 usage error (bad flags, missing path, unknown snapshot).
+
+Only ``argparse`` is imported at module level so ``ragmetrics --help`` answers at once; each handler
+imports what it needs. A new command adds an ``_add_<name>_command(commands)`` function, called from
+:func:`_build_parser`, that sets ``handler=_cmd_<name>`` (a function taking the parsed arguments and
+returning the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+_EXIT_CODES = (
+    "exit codes: 0 all passed, 1 a case failed or errored (or a regression with --fail-on-regression), "
+    "2 usage error"
+)
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("ragmetrics")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            found = "unknown"
+        parser.exit(message=f"ragmetrics {found}\n")
+
+
+def _unit_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text}")
+    return value
+
+
+def _alpha(text: str) -> float:
+    value = _unit_float(text)
+    if value in (0.0, 1.0):
+        raise argparse.ArgumentTypeError(f"alpha must lie strictly between 0 and 1, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def _tag_list(text: str) -> list[str]:
+    tags = [t.strip() for t in text.split(",") if t.strip()]
+    if not tags:
+        raise argparse.ArgumentTypeError(f"expected comma-separated tags, got {text!r}")
+    return tags
+
+
+def _metric_threshold(text: str) -> tuple[str, float | None]:
+    metric, sep, raw = text.partition("=")
+    if not sep or not metric.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected METRIC=VALUE (e.g. latency_ms=0.5 or cost_usd=none), got {text!r}"
+        )
+    if raw.strip().lower() in ("none", "off"):
+        return metric.strip(), None
+    try:
+        return metric.strip(), float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'none' after '=', got {text!r}") from None
+
+
+def _add_test_command(commands: Any) -> None:
+    parser = commands.add_parser(
+        "test",
+        help="run eval cases; gate on bounds and on regressions against a snapshot",
+        description="Discover eval cases (files eval_*.py / *_eval.py under folders, and any file given), "
+        "run them, print a table and exit non-zero when any fails.",
+        epilog=_EXIT_CODES,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="folders to search and files to run")
+    parser.add_argument(
+        "--threshold", type=_unit_float, metavar="SCORE", help="min_score for cases that set none"
+    )
+    parser.add_argument(
+        "--tags",
+        action="append",
+        type=_tag_list,
+        default=[],
+        metavar="TAG[,TAG]",
+        help="run only cases with any of these tags (repeatable)",
+    )
+    parser.add_argument(
+        "--exclude-tags",
+        action="append",
+        type=_tag_list,
+        default=[],
+        metavar="TAG[,TAG]",
+        help="skip cases with any of these tags (repeatable)",
+    )
+    parser.add_argument(
+        "-k",
+        dest="keyword",
+        metavar="EXPR",
+        help="run only cases whose id or tags match, e.g. 'qa and not slow'",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="async cases in flight at once (default 8); sync cases run one at a time",
+    )
+    parser.add_argument("--junit-xml", metavar="PATH", help="also write JUnit XML for CI systems")
+    parser.add_argument("--json", dest="json_path", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument(
+        "--format", choices=["text", "markdown"], default="text", help="table format (default text)"
+    )
+    snap = parser.add_argument_group("snapshots")
+    snap.add_argument("--save", metavar="NAME", help="save the results as snapshot NAME")
+    snap.add_argument("--compare", metavar="NAME", help="compare the results with snapshot NAME")
+    snap.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when --compare finds a regression"
+    )
+    snap.add_argument(
+        "--alpha",
+        type=_alpha,
+        metavar="A",
+        help="count a regression backed by per-sample data only when its p-value is below A",
+    )
+    snap.add_argument(
+        "--regression-threshold",
+        action="append",
+        type=_metric_threshold,
+        default=[],
+        metavar="METRIC=VALUE",
+        help="relative tolerance, e.g. score=-0.05, latency_ms=0.5, cost_usd=none",
+    )
+    snap.add_argument(
+        "--snapshot-dir",
+        default=".ragmetrics_evals",
+        metavar="DIR",
+        help="where snapshots live (default .ragmetrics_evals)",
+    )
+    parser.set_defaults(handler=_cmd_test)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragmetrics",
+        description="Evaluate RAG and LLM outputs; gate CI on quality, cost and latency.",
+        epilog=_EXIT_CODES,
+    )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    _add_test_command(commands)
+    # `eval` and `estimate` go here: _add_eval_command(commands), _add_estimate_command(commands).
+    return parser
+
+
+def _usage_error(message: str) -> int:
+    print(f"ragmetrics test: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _cmd_test(args: argparse.Namespace) -> int:
+    import json
+    import os
+    import time
+
+    from ragmetrics import cases
+    from ragmetrics.errors import ConfigError, SnapshotError
+    from ragmetrics.pipeline.compare import DEFAULT_THRESHOLDS, compare_snapshots
+    from ragmetrics.pipeline.render import render_case_table, render_diff, render_junit_xml
+    from ragmetrics.pipeline.snapshot import (
+        EvalRegression,
+        Snapshot,
+        write_atomic,
+    )
+
+    if args.fail_on_regression and not args.compare:
+        return _usage_error("--fail-on-regression needs --compare NAME")
+    store = EvalRegression(args.snapshot_dir)
+    thresholds = dict(args.regression_threshold)
+    try:
+        if args.save:
+            store.path_for(args.save)
+        baseline = store.load_snapshot(args.compare) if args.compare else None
+        if baseline is not None:
+            known = set(DEFAULT_THRESHOLDS) | {m for r in baseline.results for m in r.metrics}
+            unknown = sorted(set(thresholds) - known)
+            if unknown:
+                raise ConfigError(
+                    f"--regression-threshold for unknown metric(s) {unknown}; known: {sorted(known)}"
+                )
+        elif thresholds:
+            raise ConfigError("--regression-threshold needs --compare NAME")
+        cases.select_cases([], keyword=args.keyword)  # a malformed -k fails before any file is imported
+        if os.getcwd() not in sys.path:  # like `python -m`: eval files may import the project from the cwd
+            sys.path.insert(0, os.getcwd())
+        collection = cases.collect_cases(args.paths)
+        selected = cases.select_cases(
+            collection.cases,
+            keyword=args.keyword,
+            tags=[t for group in args.tags for t in group],
+            exclude_tags=[t for group in args.exclude_tags for t in group],
+        )
+    except (ConfigError, SnapshotError) as exc:
+        return _usage_error(str(exc))
+    if not selected and not collection.errors:
+        what = "selected" if collection.cases else f"found in {len(collection.files)} eval file(s)"
+        return _usage_error(f"no eval cases {what} (paths: {' '.join(args.paths)})")
+
+    start = time.perf_counter()
+    results = [cases.error_result(e) for e in collection.errors]
+    results += cases.run_cases_sync(selected, threshold=args.threshold, concurrency=args.concurrency)
+    duration = time.perf_counter() - start
+    print(render_case_table(results, fmt=args.format, duration_s=duration), end="")
+    code = EXIT_OK if all(r.passed for r in results) else EXIT_FAIL
+
+    current = Snapshot.from_results(args.save or "current", results)
+    diff = None
+    if baseline is not None:
+        significance = args.alpha is not None
+        diff = compare_snapshots(baseline, current, thresholds, alpha=args.alpha or 0.05)
+        print()
+        print(render_diff(diff, fmt=args.format, require_significance=significance), end="")
+        if args.fail_on_regression and diff.exit_code(require_significance=significance):
+            code = EXIT_FAIL
+    try:
+        if args.save:
+            store.save_snapshot(args.save, current)
+            print(f"\nSaved snapshot '{args.save}' to {store.path_for(args.save)}")
+        if args.json_path:
+            payload = {
+                "format": "ragmetrics-test-run",
+                "schema_version": 1,
+                "exit_code": code,
+                "duration_s": duration,
+                "summary": {k: sum(r.outcome == k for r in results) for k in ("passed", "failed", "error")},
+                "cases": [r.model_dump(mode="json") for r in results],
+                "comparison": diff.model_dump(mode="json") if diff is not None else None,
+            }
+            write_atomic(args.json_path, json.dumps(payload, indent=2) + "\n")
+        if args.junit_xml:
+            write_atomic(args.junit_xml, render_junit_xml(results, duration_s=duration))
+    except (OSError, SnapshotError) as exc:
+        print(f"ragmetrics test: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("ragmetrics: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""Rendering: eval case tables (text, markdown, JUnit XML) and snapshot diffs (text, markdown).
+
+Values are rounded here and only here; the records keep full precision. Output is ASCII so CI logs
+render the same everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol
+from xml.etree import ElementTree as ET
+
+from ragmetrics.pipeline.snapshot import Delta, Diff
+
+__all__ = ["CaseRow", "render_case_table", "render_diff", "render_junit_xml"]
+
+Format = Literal["text", "markdown"]
+_VERDICTS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
+
+
+class CaseRow(Protocol):
+    """What the case table needs from a case result (``ragmetrics.cases.CaseResult`` has it)."""
+
+    name: str
+    outcome: str
+    score: float | None
+    cost_usd: float | None
+    latency_ms: float | None
+    latency_measured: bool
+    traceback: str | None
+
+    def reasons(self) -> list[str]:
+        """Why the case did not pass."""
+        ...
+
+    def describe(self) -> str:
+        """Values, bounds and reasons, a few lines."""
+        ...
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _cost(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _latency(value: float | None, measured: bool = False) -> str:
+    return "-" if value is None else f"{value:,.0f} ms" + ("*" if measured else "")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], fmt: Format, right: set[int]) -> list[str]:
+    if fmt == "markdown":
+        esc = [[cell.replace("|", "\\|") for cell in row] for row in rows]
+        rule = ["---:" if i in right else "---" for i in range(len(header))]
+        return ["| " + " | ".join(r) + " |" for r in [list(header), rule, *esc]]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+
+
+def _summary(results: Sequence[CaseRow]) -> str:
+    counts = {k: sum(r.outcome == k for r in results) for k in ("passed", "failed", "error")}
+    parts = [
+        f"{n} {k}" if k != "error" else f"{n} error{'s' if n != 1 else ''}" for k, n in counts.items() if n
+    ]
+    return ", ".join(parts) or "no cases"
+
+
+def render_case_table(
+    results: Sequence[CaseRow], *, fmt: Format = "text", duration_s: float | None = None, details: bool = True
+) -> str:
+    """A table of case, score, cost, latency and verdict, then why each failing case failed.
+
+    Args:
+        results: Case results in display order.
+        fmt: ``text`` (aligned columns) or ``markdown`` (a pipe table, e.g. for a PR comment).
+        duration_s: Wall time of the run, shown in the summary line.
+        details: Also list the reasons (and tracebacks, in text) of failed and errored cases.
+    """
+    header = ["case", "score", "cost", "latency", "verdict"]
+    rows = [
+        [
+            f"`{r.name}`" if fmt == "markdown" else r.name,
+            _score(r.score),
+            _cost(r.cost_usd),
+            _latency(r.latency_ms, r.latency_measured),
+            _VERDICTS.get(r.outcome, r.outcome.upper()),
+        ]
+        for r in results
+    ]
+    lines = _table(header, rows, fmt, right={1, 2, 3})
+    bad = [r for r in results if r.outcome != "passed"]
+    if details and bad:
+        lines.append("")
+        for r in bad:
+            if fmt == "markdown":
+                lines.append(
+                    f"- **{r.outcome.upper()}** `{r.name}`: " + "; ".join(r.reasons()).replace("\n", " ")
+                )
+            else:
+                lines.append(r.describe())
+    took = f" in {duration_s:.2f} s" if duration_s is not None else ""
+    note = " (* latency measured by ragmetrics)" if any(r.latency_measured for r in results) else ""
+    lines += ["", f"{_summary(results)}{took}{note}"]
+    return "\n".join(lines) + "\n"
+
+
+def _value(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if metric == "cost_usd":
+        return f"${value:.4g}"
+    if metric == "latency_ms":
+        return f"{value:,.0f} ms"
+    return f"{value:.4g}"
+
+
+def _change(delta: Delta) -> str:
+    if delta.change is None:
+        return "-"
+    if delta.metric == "cost_usd":
+        return f"{'+' if delta.change >= 0 else '-'}${abs(delta.change):.4g}"
+    if delta.metric == "latency_ms":
+        return f"{delta.change:+,.0f} ms"
+    return f"{delta.change:+.4g}"
+
+
+def _verdict(delta: Delta, require_significance: bool) -> str:
+    if not delta.regressed:
+        return "ok" if delta.threshold is not None else "not gated"
+    if require_significance and delta.significant is False:
+        return "regressed (not significant)"
+    return "REGRESSED"
+
+
+def render_diff(
+    diff: Diff, *, fmt: Format = "text", require_significance: bool = False, all_deltas: bool = True
+) -> str:
+    """The comparison as a table of deltas, then one-sided cases, signature changes and a verdict.
+
+    Args:
+        diff: What ``EvalRegression.compare`` returned.
+        fmt: ``text`` or ``markdown``.
+        require_significance: Mark regressions whose p-value is not below ``diff.alpha`` as not counting.
+        all_deltas: Show every delta; when False only regressed ones and those with a note.
+    """
+    limits = ", ".join(f"{k} {'off' if v is None else f'{v:+.0%}'}" for k, v in diff.thresholds.items())
+    lines = [
+        f"Comparison: baseline '{diff.baseline_name}' -> current '{diff.current_name}' (thresholds: {limits})"
+    ]
+    for change in diff.signature_changes:
+        lines.append(
+            f"  note: {change.case_name} is scored differently now: {change.baseline} -> {change.current}"
+        )
+    shown: Iterable[Delta] = diff.deltas if all_deltas else [d for d in diff.deltas if d.regressed or d.note]
+    rows = [
+        [
+            f"`{d.case_name}`" if fmt == "markdown" else d.case_name,
+            d.metric,
+            _value(d.metric, d.baseline),
+            _value(d.metric, d.current),
+            _change(d),
+            "-" if d.relative is None else f"{d.relative:+.1%}",
+            "-" if d.p_value is None else f"{d.p_value:.3g}",
+            "-" if d.ci is None else f"[{d.ci[0]:+.3g}, {d.ci[1]:+.3g}]",
+            _verdict(d, require_significance),
+        ]
+        for d in shown
+    ]
+    if rows:
+        header = ["case", "metric", "baseline", "current", "change", "relative", "p", "95% CI", "verdict"]
+        lines += _table(header, rows, fmt, right={2, 3, 4, 5, 6})
+    else:
+        lines.append("(no common cases to compare)" if not diff.deltas else "(no regressions or notes)")
+    for label, names in (
+        ("only in baseline", diff.only_in_baseline),
+        ("only in current", diff.only_in_current),
+    ):
+        if names:
+            lines.append(f"Cases {label} ({len(names)}): {', '.join(names)}")
+    notes = [d for d in diff.deltas if d.note and d.baseline is not None and d.current is not None]
+    lines += [f"  {d.case_name}.{d.metric}: {d.note}" for d in notes]
+    counted = diff.regressions(require_significance=require_significance)
+    if counted:
+        names = ", ".join(f"{d.case_name}.{d.metric}" for d in counted)
+        lines.append(f"{len(counted)} regression{'s' if len(counted) != 1 else ''}: {names}")
+    else:
+        lines.append("No regressions." if not diff.has_regressions else "No significant regressions.")
+    return "\n".join(lines) + "\n"
+
+
+def render_junit_xml(
+    results: Sequence[CaseRow], *, suite: str = "ragmetrics", duration_s: float | None = None
+) -> str:
+    """JUnit XML for CI systems: one ``testcase`` per case, with its values as properties."""
+    root = ET.Element("testsuites")
+    counts = {k: sum(r.outcome == k for r in results) for k in ("failed", "error")}
+    total = sum((r.latency_ms or 0.0) for r in results) / 1000.0
+    node = ET.SubElement(
+        root,
+        "testsuite",
+        name=suite,
+        tests=str(len(results)),
+        failures=str(counts["failed"]),
+        errors=str(counts["error"]),
+        skipped="0",
+        time=f"{duration_s if duration_s is not None else total:.3f}",
+    )
+    for r in results:
+        path, _, func = r.name.rpartition("::")
+        classname = (
+            path.removesuffix(".py").replace("/", ".")
+            if path
+            else r.name.removesuffix(".py").replace("/", ".")
+        )
+        case = ET.SubElement(
+            node,
+            "testcase",
+            classname=classname,
+            name=func or r.name,
+            time=f"{(r.latency_ms or 0.0) / 1000.0:.3f}",
+        )
+        props = ET.SubElement(case, "properties")
+        for key, value in (("score", r.score), ("cost_usd", r.cost_usd), ("latency_ms", r.latency_ms)):
+            if value is not None:
+                ET.SubElement(props, "property", name=key, value=repr(float(value)))
+        if r.outcome == "failed":
+            failure = ET.SubElement(
+                case, "failure", message="; ".join(r.reasons())[:1000], type="EvalCaseFailure"
+            )
+            failure.text = r.describe()
+        elif r.outcome == "error":
+            error = ET.SubElement(case, "error", message="; ".join(r.reasons())[:1000], type="EvalCaseError")
+            error.text = r.traceback or r.describe()
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,187 @@
+"""pytest plugin: eval cases as test items (registered through the ``pytest11`` entry point ``ragmetrics``).
+
+When pytest is pointed at eval files (``eval_*.py`` / ``*_eval.py``) or at folders holding them, each
+``@eval_case`` function defined there becomes a test item. Async cases are run by the plugin itself
+(no pytest-asyncio needed), and the verdict is the one ``ragmetrics test`` gives: the same code
+judges both. A failure message shows score, cost and latency with their bounds and every bound
+broken by how much. Tags become keywords (``-k rag``); every case carries the ``eval_case`` marker.
+
+Ordinary test collection is left alone:
+
+* Eval files are collected only when named on the command line, directly or through a folder
+  (``pytest tests/evals/``), so a bare ``pytest`` run never spends money on LLM evals; set the ini
+  option ``ragmetrics_evals = always`` to collect them in every run, or ``never`` to switch off.
+* A file that does not mention ``eval_case`` is never imported by this plugin.
+* Only functions marked with ``eval_case`` in eval files are taken over; ``test_*`` functions there
+  are collected by pytest as usual, and a marked ``test_*`` function is collected once, as an eval
+  case. Files pytest collects itself (``test_*.py``) are not touched.
+
+Importing this module is cheap: ragmetrics' case machinery is imported only once an eval file is met.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ragmetrics.case_result import CaseResult
+    from ragmetrics.cases import EvalCase
+
+__all__ = ["EvalCaseFailure", "EvalCaseItem"]
+
+# Same as ragmetrics.cases.EVAL_FILE_PATTERNS (a test keeps them equal); not imported from there so
+# that loading the plugin in every pytest run does not import pydantic.
+_EVAL_FILE_PATTERNS = ("eval_*.py", "*_eval.py")
+_MODES = ("explicit", "always", "never")
+_RESULTS = pytest.StashKey[list["CaseResult"]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--ragmetrics-threshold`` and the ``ragmetrics_evals`` ini option."""
+    group = parser.getgroup("ragmetrics", "ragmetrics eval cases")
+    group.addoption(
+        "--ragmetrics-threshold",
+        dest="ragmetrics_threshold",
+        type=float,
+        default=None,
+        metavar="SCORE",
+        help="min_score for eval cases that set none (as `ragmetrics test --threshold`)",
+    )
+    parser.addini(
+        "ragmetrics_evals",
+        help="collect eval files: explicit (named on the command line; default), always, never",
+        default="explicit",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``eval_case`` marker and check the options."""
+    config.addinivalue_line("markers", "eval_case: a ragmetrics eval case (added by the ragmetrics plugin)")
+    mode = str(config.getini("ragmetrics_evals")).strip().lower()
+    if mode not in _MODES:
+        raise pytest.UsageError(f"ragmetrics_evals must be one of {', '.join(_MODES)}, got {mode!r}")
+    threshold = config.getoption("ragmetrics_threshold", None)
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise pytest.UsageError(f"--ragmetrics-threshold must be in [0, 1], got {threshold}")
+    config.stash[_RESULTS] = []
+
+
+def _is_eval_file(path: Path) -> bool:
+    return path.name != "__init__.py" and any(fnmatch.fnmatchcase(path.name, p) for p in _EVAL_FILE_PATTERNS)
+
+
+def _enabled(config: pytest.Config, path: Path) -> bool:
+    mode = str(config.getini("ragmetrics_evals")).strip().lower()
+    if mode != "explicit":
+        return mode == "always"
+    source = getattr(config, "args_source", None)
+    if source is None or source != pytest.Config.ArgsSource.ARGS:
+        return False
+    base = Path(config.invocation_params.dir)
+    path = path.resolve()
+    for arg in config.args:
+        root = (base / arg.split("::")[0]).resolve()
+        if path == root or root in path.parents:
+            return True
+    return False
+
+
+def _pytest_collects_it(parent: pytest.Collector, path: Path) -> bool:
+    if parent.session.isinitpath(path):
+        return True
+    return any(fnmatch.fnmatch(path.name, p) for p in parent.config.getini("python_files"))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """Collect an eval file as a module, unless pytest's python plugin already does."""
+    if file_path.suffix != ".py" or not _is_eval_file(file_path) or not _enabled(parent.config, file_path):
+        return None
+    if _pytest_collects_it(parent, file_path):
+        return None  # pytest makes the Module; pytest_pycollect_makeitem below takes the cases
+    try:
+        if "eval_case" not in file_path.read_text(encoding="utf-8", errors="replace"):
+            return None
+    except OSError:
+        return None
+    return pytest.Module.from_parent(parent, path=file_path)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> EvalCaseItem | None:
+    """Turn an ``eval_case`` function of an eval file into an :class:`EvalCaseItem`."""
+    try:
+        meta = getattr(obj, "_eval_case_meta", None)
+    except Exception:  # noqa: BLE001 - an odd object in a module namespace must not break collection
+        return None
+    if meta is None or not isinstance(collector, pytest.Module):
+        return None
+    if not _is_eval_file(collector.path) or not _enabled(collector.config, collector.path):
+        return None
+    from ragmetrics.cases import EvalCase, EvalCaseMeta
+
+    if not isinstance(meta, EvalCaseMeta) or getattr(obj, "__module__", None) != collector.module.__name__:
+        return None
+    case = EvalCase(id=f"{collector.nodeid}::{name}", name=name, path=collector.path, func=obj, meta=meta)  # type: ignore[arg-type]
+    return EvalCaseItem.from_parent(collector, name=name, case=case)
+
+
+class EvalCaseFailure(Exception):
+    """Raised by an eval case item that did not pass; carries the case's result."""
+
+    def __init__(self, result: CaseResult) -> None:
+        self.result = result
+        super().__init__(result.describe())
+
+
+class EvalCaseItem(pytest.Item):
+    """One eval case run as a pytest test."""
+
+    def __init__(self, *, case: EvalCase, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.result: CaseResult | None = None
+        self.add_marker("eval_case")
+        self.extra_keyword_matches.update(case.meta.tags)
+
+    def runtest(self) -> None:
+        """Run the case as ``ragmetrics test`` does and fail with its reasons when it does not pass."""
+        from ragmetrics._aio import run_sync
+        from ragmetrics.cases import run_case
+
+        threshold = self.config.getoption("ragmetrics_threshold", None)
+        result = run_sync(run_case(self.case, threshold=threshold))
+        self.result = result
+        self.config.stash[_RESULTS].append(result)
+        for key in ("score", "cost_usd", "latency_ms"):
+            value = getattr(result, key)
+            if value is not None:
+                self.user_properties.append((key, value))
+        if not result.passed:
+            raise EvalCaseFailure(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """The case's values, bounds and reasons (and the traceback when it raised)."""
+        if isinstance(excinfo.value, EvalCaseFailure):
+            result = excinfo.value.result
+            return "; ".join(result.reasons()) + "\n" + result.describe()
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the case is defined."""
+        code = getattr(self.case.func, "__code__", None)
+        return self.path, (code.co_firstlineno - 1 if code else 0), f"eval case {self.name}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Print the table ``ragmetrics test`` prints, for the eval cases that ran."""
+    results = config.stash.get(_RESULTS, [])
+    if not results:
+        return
+    from ragmetrics.pipeline.render import render_case_table
+
+    terminalreporter.section("ragmetrics eval cases")
+    terminalreporter.write(render_case_table(results, details=False))
