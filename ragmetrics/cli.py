@@ -1,6 +1,7 @@
 """The ``ragmetrics`` command line: one subcommand per job, one handler function per subcommand.
 
-``ragmetrics test`` runs eval cases (see :mod:`ragmetrics.cases`) and compares them with saved
+``ragmetrics eval`` scores a dataset file and ``ragmetrics estimate`` predicts what that would cost
+(both in :mod:`ragmetrics.cli_eval`); ``ragmetrics test`` runs eval cases (see :mod:`ragmetrics.cases`) and compares them with saved
 snapshots. Exit codes, for every command: 0 success; 1 a case failed or errored, or a regression was
 found with ``--fail-on-regression``; 2 usage error (bad flags, missing path, unknown snapshot).
 
@@ -171,8 +172,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    from ragmetrics.cli_eval import add_estimate_command, add_eval_command
+
+    add_eval_command(commands)
+    add_estimate_command(commands)
     _add_test_command(commands)
-    # `eval` and `estimate` go here: _add_eval_command(commands), _add_estimate_command(commands).
     return parser
 
 

@@ -1,0 +1,293 @@
+"""``ragmetrics eval`` and ``ragmetrics estimate``: score a file of question/answer/contexts rows.
+
+Everything a person can act on (a missing file, a bad column, an unknown metric or judge spec, a
+missing API key) is one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_estimate_command", "add_eval_command", "cmd_estimate", "cmd_eval"]
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+DEFAULT_METRICS = "faithfulness,relevancy,groundedness"
+_EPILOG = ("exit codes: 0 done, 1 a metric's mean is below --fail-under, 2 usage error "
+           "(missing file, bad column, unknown metric or judge, missing API key)")
+
+
+class _UsageError(Exception):
+    """A problem the user can fix; printed as one line, exit code 2."""
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("data", nargs="?", metavar="DATA", help="a .jsonl, .json or .csv file of rows")
+    parser.add_argument("--example", action="store_true", help="use the bundled example dataset")
+    parser.add_argument("--metrics", default=DEFAULT_METRICS, metavar="NAMES",
+                        help=f"comma-separated metric names (default {DEFAULT_METRICS})")
+    parser.add_argument("--judge", metavar="SPEC", help="openai:MODEL, anthropic:MODEL, "
+                        "openai:MODEL@http://host:port/v1 or offline (default: from the environment)")
+    parser.add_argument("--columns", metavar="FIELD=COL,...", default="",
+                        help="column names, e.g. question=query,answer=response,contexts=docs")
+    parser.add_argument("--limit", type=int, metavar="N", help="score only the first N rows")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
+
+
+def add_eval_command(commands: Any) -> None:
+    """Register ``ragmetrics eval``."""
+    parser = commands.add_parser(
+        "eval", help="score a dataset of question/answer/contexts rows",
+        description="Score every row with the RAG metrics, print a summary and the worst samples, "
+                    "and optionally write the records and an HTML report.", epilog=_EPILOG)
+    _common(parser)
+    parser.add_argument("--out", metavar="PATH", help="write the records to PATH (.jsonl or .csv)")
+    parser.add_argument("--report", metavar="PATH", help="write a self-contained HTML report to PATH")
+    parser.add_argument("--concurrency", type=int, default=16, metavar="N", help="samples in flight (16)")
+    parser.add_argument("--max-cost", type=float, metavar="USD", help="stop launching samples past this cost")
+    parser.add_argument("--threshold", type=float, default=0.5, metavar="SCORE",
+                        help="pass mark of every metric, for pass rates (default 0.5)")
+    parser.add_argument("--fail-under", type=float, metavar="SCORE",
+                        help="exit 1 when any metric's mean is below SCORE")
+    parser.add_argument("--worst", type=int, default=3, metavar="N", help="worst samples to show (3)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, no tables")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON (for machines)")
+    parser.set_defaults(handler=cmd_eval)
+
+
+def add_estimate_command(commands: Any) -> None:
+    """Register ``ragmetrics estimate``."""
+    parser = commands.add_parser(
+        "estimate", help="predict the calls, tokens and cost of an eval run, calling nothing",
+        description="Predict LLM calls, tokens and cost of `ragmetrics eval` on the same data.", epilog=_EPILOG)
+    _common(parser)
+    parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
+    parser.set_defaults(handler=cmd_estimate)
+
+
+# -- building blocks ----------------------------------------------------------------------------------
+def _data_path(args: argparse.Namespace) -> Path:
+    if args.example:
+        from importlib import resources
+
+        return Path(str(resources.files("ragmetrics") / "data" / "example.jsonl"))
+    if not args.data:
+        raise _UsageError("give a DATA file (.jsonl, .json or .csv) or --example")
+    path = Path(args.data)
+    if not path.is_file():
+        raise _UsageError(f"no such file: {path}")
+    if path.suffix.lower() not in (".jsonl", ".ndjson", ".json", ".csv"):
+        raise _UsageError(f"{path}: unsupported file type '{path.suffix}'; use .jsonl, .json or .csv")
+    return path
+
+
+def _columns(text: str) -> dict[str, str]:
+    columns = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        field, sep, column = part.partition("=")
+        if not sep or not field.strip() or not column.strip():
+            raise _UsageError(f"--columns: expected FIELD=COLUMN, got {part!r}")
+        columns[field.strip()] = column.strip()
+    return columns
+
+
+def _judge_spec(args: argparse.Namespace) -> str:
+    from ragmetrics.errors import ConfigError
+    from ragmetrics.settings import api_key_for, default_judge_spec, parse_judge_spec
+
+    spec = args.judge or default_judge_spec()
+    try:
+        settings = parse_judge_spec(spec)
+        if settings.provider != "offline":
+            api_key_for(settings)
+    except ConfigError as exc:
+        raise _UsageError(str(exc)) from None
+    return spec
+
+
+def _metrics(args: argparse.Namespace, spec: str, threshold: float | None) -> list[Any]:
+    from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
+
+    names = [n.strip() for n in args.metrics.split(",") if n.strip()]
+    if not names:
+        raise _UsageError("--metrics: give at least one metric name")
+    no_config = {"exact_match", "contains", "rouge", "bleu", "f1", "levenshtein", "json_validity",
+                 "json_match", "html_validation"}
+    metrics = []
+    for name in names:
+        if name in RAG_METRICS:
+            metrics.append(RAG_METRICS[name](llm=spec, threshold=threshold, cache=not args.no_cache))
+        elif name in no_config:
+            metrics.append(BUILTIN_METRICS[name](**({"threshold": threshold} if name not in (
+                "exact_match", "json_validity", "contains", "json_match") else {})))
+        else:
+            known = sorted([*RAG_METRICS, *no_config])
+            raise _UsageError(f"unknown metric {name!r}; choose from {', '.join(known)} "
+                              "(other evaluators need options: use the Python API or a suite file)")
+    return metrics
+
+
+def _dataset(path: Path, columns: dict[str, str], limit: int | None) -> Any:
+    from itertools import islice
+
+    from ragmetrics.errors import ConfigError
+    from ragmetrics.pipeline.dataset import Dataset
+
+    try:
+        ds = Dataset(path, columns=columns, required=("answer",))
+        first = next(iter(ds.rows()), None)
+        for field, column in columns.items():
+            if first is not None and isinstance(first.values, dict) and field not in first.values:
+                raise _UsageError(f"--columns: column {column!r} (for {field}) is not in the first row of {path}")
+        if limit is None:
+            return ds
+        if limit < 1:
+            raise _UsageError(f"--limit must be >= 1, got {limit}")
+        return [dict(row.values) if isinstance(row.values, dict) or hasattr(row.values, "items")
+                else (row.values if row.values is not None else {}) for row in islice(ds.rows(), limit)]
+    except ConfigError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _summary_table(report: Any) -> str:
+    header = ["metric", "mean", "95% CI", "pass rate", "scored", "statuses"]
+    rows = []
+    for agg in report.aggregates.values():
+        ci = f"[{_fmt(agg.ci_low)}, {_fmt(agg.ci_high)}]" if agg.ci_low is not None else "-"
+        rate = f"{agg.pass_rate:.0%}" if agg.pass_rate is not None else "-"
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(agg.statuses.items()) if k != "ok") or "all ok"
+        rows.append([agg.name, _fmt(agg.mean), ci, rate, f"{agg.count}/{agg.total}", statuses])
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _worst(records: Sequence[Any], n: int) -> str:
+    scored = [r for r in records if r.mean_score is not None]
+    scored.sort(key=lambda r: r.mean_score)
+    out = []
+    for r in scored[:n]:
+        question = (r.sample.question or "") if r.sample else ""
+        out.append(f"#{r.index} {r.id}  mean {r.mean_score:.3f}  "
+                   + "  ".join(f"{k} {_fmt(v)}" for k, v in r.scores.items()))
+        if question:
+            out.append(f"    Q: {question[:110]}")
+        seen = set()
+        for result in r.results.values():
+            for claim in result.claims:
+                if claim.verdict in ("contradicted", "not_found") and claim.text not in seen:
+                    seen.add(claim.text)
+                    line = f"    {claim.verdict.upper()}: {claim.text[:100]}"
+                    if claim.evidence:
+                        line += f"\n      context {claim.context_index}: \"{claim.evidence[:100]}\""
+                    out.append(line)
+    failed = [r for r in records if r.errors]
+    if failed:
+        out.append(f"{len(failed)} record(s) carry errors, e.g. #{failed[0].index}: "
+                   f"{failed[0].errors[0].message[:160]}")
+    return "\n".join(out)
+
+
+# -- commands -----------------------------------------------------------------------------------------
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Run ``ragmetrics eval``; returns the exit code."""
+    try:
+        return _eval(args)
+    except _UsageError as exc:
+        print(f"ragmetrics eval: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _eval(args: argparse.Namespace) -> int:
+    path = _data_path(args)
+    spec = _judge_spec(args)
+    if not 0.0 <= args.threshold <= 1.0:
+        raise _UsageError(f"--threshold must lie in [0, 1], got {args.threshold}")
+    if args.concurrency < 1:
+        raise _UsageError(f"--concurrency must be >= 1, got {args.concurrency}")
+    metrics = _metrics(args, spec, args.threshold)
+    data = _dataset(path, _columns(args.columns), args.limit)
+    notice = sys.stderr if args.json else sys.stdout
+    if spec == "offline":
+        print("ragmetrics: no judge configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --judge): "
+              "scoring with the offline heuristic judge.", file=notice)
+    else:
+        print(f"ragmetrics: judging with {spec}.", file=notice)
+
+    from ragmetrics.errors import ConfigError
+    from ragmetrics.pipeline import EvaluationPipeline
+
+    try:
+        pipeline = EvaluationPipeline(metrics=metrics, concurrency=args.concurrency, max_cost_usd=args.max_cost,
+                                      progress=False if (args.quiet or args.json) else None)
+        results = pipeline.run(data)
+    except ConfigError as exc:
+        raise _UsageError(str(exc)) from None
+    report = results.summary()
+    if args.out:
+        out = Path(args.out)
+        if out.suffix.lower() == ".csv":
+            results.to_csv(out)
+        elif out.suffix.lower() in (".jsonl", ".ndjson"):
+            results.to_jsonl(out)
+        else:
+            raise _UsageError(f"--out: use a .jsonl or .csv file name, got {out}")
+    if args.report:
+        from ragmetrics.report import write_html_report
+
+        write_html_report(report, args.report)
+    stats = report.run
+    if args.json:
+        print(report.model_dump_json(exclude={"records"}, indent=2))
+    elif not args.quiet:
+        print()
+        print(_summary_table(report))
+        usage = stats.usage
+        print(f"\n{stats.samples} samples, {usage.calls} LLM calls, {usage.prompt_tokens + usage.completion_tokens} "
+              f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s")
+        worst = _worst(results, args.worst)
+        if worst:
+            print("\nWorst samples:\n" + worst)
+        for name, target in (("records", args.out), ("report", args.report)):
+            if target:
+                print(f"\nWrote the {name} to {target}")
+    if args.fail_under is not None:
+        low = [a.name for a in report.aggregates.values() if a.mean is None or a.mean < args.fail_under]
+        if low:
+            print(f"ragmetrics eval: below --fail-under {args.fail_under}: {', '.join(low)}", file=sys.stderr)
+            return EXIT_FAIL
+    return EXIT_OK
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """Run ``ragmetrics estimate``; returns the exit code."""
+    try:
+        path = _data_path(args)
+        spec = _judge_spec(args)
+        metrics = _metrics(args, spec, None)
+        data = _dataset(path, _columns(args.columns), args.limit)
+        from ragmetrics.errors import ConfigError
+        from ragmetrics.pipeline import EvaluationPipeline
+
+        try:
+            estimate = EvaluationPipeline(metrics=metrics).estimate(data, check_cache=not args.no_cache)
+        except ConfigError as exc:
+            raise _UsageError(str(exc)) from None
+    except _UsageError as exc:
+        print(f"ragmetrics estimate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(estimate.model_dump(), indent=2))
+    else:
+        print(f"judge: {spec}")
+        print(estimate)
+    return EXIT_OK
