@@ -244,7 +244,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.report:
         from ragmetrics.report import write_html_report
 
-        write_html_report(report, args.report)
+        write_html_report(report, args.report, title=path.name)
     stats = report.run
     if args.json:
         print(report.model_dump_json(exclude={"records"}, indent=2))

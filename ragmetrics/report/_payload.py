@@ -1,0 +1,287 @@
+"""The data embedded in the HTML report: compact JSON that report.js reads.
+
+Strings are interned (a context shared by many samples, or a claim shared by faithfulness and
+groundedness, is stored once); rows, results and claims are positional arrays; claim spans and evidence
+quotes found in their text are stored as UTF-16 offsets (what JavaScript string indexes count) rather
+than as text. :func:`build_payload` documents the layout.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from ragmetrics.pipeline.report import Report
+from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult
+
+__all__ = ["PAYLOAD_VERSION", "RELEVANCES", "VERDICTS", "build_payload", "metric_names"]
+
+PAYLOAD_VERSION = 1
+VERDICTS = ("supported", "contradicted", "not_found")
+RELEVANCES = ("direct", "supporting", "off_topic")
+_SCORE_DIGITS = 6  # scores are embedded rounded to 6 decimals: exact enough for sorting and display
+
+
+class _Strings:
+    """Interns strings: each distinct text is stored once and referred to by index (-1 for none)."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.items: list[str] = []
+
+    def __call__(self, text: str | None) -> int:
+        if not text:
+            return -1
+        i = self.index.get(text)
+        if i is None:
+            i = self.index[text] = len(self.items)
+            self.items.append(text)
+        return i
+
+
+def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
+    """The data the page's script reads (``metrics`` from :func:`metric_names`).
+
+    Layout (positional arrays keep 10,000 rows small; report.js names the positions)::
+
+        {"v": 1, "metrics": [name], "statuses": [status], "judges": [[spec, model, heuristic]],
+         "strings": [text], "rows": [row]}
+        row    = [index, id, question, answer, [context], reference, [score|null per metric],
+                  [status code per metric], cost_usd, latency_ms, [result|null per metric],
+                  [error], {metric: [repeat score]} | null]
+        result = [score, status code, message, reasoning, passed, threshold, [claim],
+                  [calls, cached_calls, prompt_tokens, completion_tokens, cost_usd], latency_ms,
+                  judge index, details (an object, or null), signature]
+        claim  = [text (-1: same as its span), span start, span end, span text (when not located),
+                  verdict (0 none, 1 supported, 2 contradicted, 3 not_found),
+                  relevance (0 none, 1 direct, 2 supporting, 3 off_topic), context index (-1 none),
+                  quote start, quote end, quote text (when not located), verified (-1 none, 0, 1), reason]
+        error  = [metric|null, status, message, type, traceback, field]
+
+    Text fields are indexes into ``strings`` (-1 for none); offsets are UTF-16 code units, as in
+    JavaScript strings, and -1 when the span or quote was not found in the text.
+    """
+    strings = _Strings()
+    statuses: dict[str, int] = {}
+    judges: dict[tuple[str, str, bool], int] = {}
+
+    def status_code(status: str) -> int:
+        return statuses.setdefault(status, len(statuses))
+
+    def judge_code(judge: JudgeInfo | None) -> int:
+        if judge is None:
+            return -1
+        key = (judge.spec, judge.model, judge.heuristic)
+        return judges.setdefault(key, len(judges))
+
+    rows = []
+    for rec in report.records:
+        sample = rec.sample
+        answer = sample.answer if sample else ""
+        contexts = list(sample.contexts) if sample else []
+        results = []
+        finder = _Finder()
+        for name in metrics:
+            result = rec.results.get(name)
+            results.append(
+                None
+                if result is None
+                else _result(result, answer, contexts, strings, finder, status_code, judge_code)
+            )
+        errors = [
+            [e.metric, e.status, strings(e.message), e.type, strings(e.traceback), e.field]
+            for e in rec.errors
+        ]
+        spread = {name: [_round(s) for s in sp.scores] for name, sp in rec.spread.items()} or None
+        rows.append(
+            [
+                rec.index,
+                rec.id,
+                strings(sample.question if sample else None),
+                strings(answer),
+                [strings(c) for c in contexts],
+                strings(sample.reference if sample else None),
+                [_round(rec.scores.get(name)) for name in metrics],
+                [status_code(rec.status_of(name)) for name in metrics],
+                round(rec.usage.cost_usd, 8),
+                round(rec.latency_ms, 1),
+                results,
+                errors,
+                spread,
+            ]
+        )
+    return {
+        "v": PAYLOAD_VERSION,
+        "metrics": metrics,
+        "statuses": list(statuses),
+        "judges": [list(k) for k in judges],
+        "strings": strings.items,
+        "rows": rows,
+    }
+
+
+def _result(
+    result: MetricResult,
+    answer: str,
+    contexts: list[str],
+    strings: _Strings,
+    finder: _Finder,
+    status_code: Any,
+    judge_code: Any,
+) -> list[Any]:
+    claims = []
+    cursor = 0
+    for claim in result.claims:
+        row, end = _claim(claim, answer, contexts, strings, finder, cursor)
+        claims.append(row)
+        cursor = end if end >= 0 else cursor
+    u = result.usage
+    return [
+        _round(result.score),
+        status_code(result.status),
+        strings(result.message),
+        strings(result.reasoning),
+        result.passed,
+        result.threshold,
+        claims,
+        [u.calls, u.cached_calls, u.prompt_tokens, u.completion_tokens, round(u.cost_usd, 8)],
+        round(result.latency_ms, 1),
+        judge_code(result.judge),
+        _plain(result.details) if result.details else None,
+        strings(result.signature),
+    ]
+
+
+def _claim(
+    claim: ClaimRecord, answer: str, contexts: list[str], strings: _Strings, finder: _Finder, cursor: int
+) -> tuple[list[Any], int]:
+    """One claim as a positional array, and where its span ends in the answer (code points, -1)."""
+    span = finder.locate(answer, claim.span, cursor) if claim.span else None
+    s0 = s1 = -1
+    end = -1
+    if span is not None:
+        s0, s1 = _u16(answer, span[0]), _u16(answer, span[1])
+        end = span[1]
+        text = -1 if claim.text == answer[span[0] : span[1]] else strings(claim.text)
+    else:
+        text = strings(claim.text)
+    ctx = -1 if claim.context_index is None else claim.context_index  # shown as given, even out of range
+    e0 = e1 = -1
+    quote_text = -1
+    if claim.evidence:
+        quote = finder.locate(contexts[ctx], claim.evidence) if 0 <= ctx < len(contexts) else None
+        if quote is not None:
+            e0, e1 = _u16(contexts[ctx], quote[0]), _u16(contexts[ctx], quote[1])
+        else:
+            quote_text = strings(claim.evidence)
+    verdict = VERDICTS.index(claim.verdict) + 1 if claim.verdict else 0
+    relevance = RELEVANCES.index(claim.relevance) + 1 if claim.relevance else 0
+    verified = -1 if claim.evidence_verified is None else int(claim.evidence_verified)
+    row = [
+        text,
+        s0,
+        s1,
+        -1 if span is not None else strings(claim.span),
+        verdict,
+        relevance,
+        ctx,
+        e0,
+        e1,
+        quote_text,
+        verified,
+        strings(claim.reason),
+    ]
+    return row, end
+
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+_TRIM = " \t\r\n\"'\u2018\u2019\u201c\u201d.\u2026"
+
+
+class _Finder:
+    """Finds a span or quote in a text: verbatim, else ignoring case, whitespace runs and quote style."""
+
+    def __init__(self) -> None:
+        self._norm: dict[int, tuple[str, list[int]]] = {}
+
+    def locate(self, text: str, needle: str, start: int = 0) -> tuple[int, int] | None:
+        """``(start, end)`` code-point offsets of ``needle`` in ``text`` (from ``start`` first), or None."""
+        needle = needle.strip()
+        if not needle or not text:
+            return None
+        i = text.find(needle, start)
+        if i < 0 and start:
+            i = text.find(needle)
+        if i >= 0:
+            return i, i + len(needle)
+        norm, where = self._normalised(text)
+        probe = _normalise(needle.strip(_TRIM) or needle)[0].strip()
+        if not probe:
+            return None
+        k = norm.find(probe)
+        if k < 0:
+            return None
+        return where[k], where[k + len(probe) - 1] + 1
+
+    def _normalised(self, text: str) -> tuple[str, list[int]]:
+        key = id(text)
+        got = self._norm.get(key)
+        if got is None:
+            got = self._norm[key] = _normalise(text)
+        return got
+
+
+def _normalise(text: str) -> tuple[str, list[int]]:
+    """Lower case, one space for any whitespace run, straight quotes; with each char's original offset."""
+    out: list[str] = []
+    where: list[int] = []
+    space = False
+    for i, ch in enumerate(text.translate(_QUOTES)):
+        if ch.isspace():
+            if not space and out:
+                out.append(" ")
+                where.append(i)
+            space = True
+            continue
+        space = False
+        low = ch.lower()
+        out.append(low if len(low) == 1 else ch)
+        where.append(i)
+    return "".join(out), where
+
+
+def _u16(text: str, i: int) -> int:
+    """A code-point offset as a UTF-16 offset (what JavaScript string indexes count)."""
+    if text.isascii():
+        return i
+    return i + sum(1 for ch in text[:i] if ord(ch) > 0xFFFF)
+
+
+def _plain(value: Any) -> Any:
+    """A metric's free-form details as plain JSON values (non-finite numbers as null, others as text)."""
+    value = to_jsonable_python(value, fallback=str)
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {str(k): clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    return clean(value)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, _SCORE_DIGITS)
+
+
+def metric_names(report: Report) -> list[str]:
+    names = dict.fromkeys(report.aggregates)
+    for rec in report.records:
+        for name in rec.scores:
+            names.setdefault(name, None)
+    return list(names)
