@@ -60,6 +60,10 @@ class JudgeSettings:
     """Re-asks when the reply fails schema validation."""
     mode: Literal["auto", "tools", "json"] = "auto"
     """Structured-output mode: tool calling, JSON mode, or auto (tools, falling back to JSON)."""
+    requests_per_minute: float | None = None
+    """Optional cap on requests started per minute (a token bucket; not part of the cache key)."""
+    tokens_per_minute: float | None = None
+    """Optional cap on prompt + completion tokens per minute (estimated before, settled after)."""
 
     def __post_init__(self) -> None:
         checks = [
@@ -74,6 +78,8 @@ class JudgeSettings:
             (self.backoff_initial_s >= 0 and self.backoff_max_s >= 0, "backoff times must be >= 0"),
             (self.reasks >= 0, "reasks must be >= 0"),
             (self.mode in ("auto", "tools", "json"), "mode must be auto, tools or json"),
+            (self.requests_per_minute is None or self.requests_per_minute > 0, "requests_per_minute must be > 0"),
+            (self.tokens_per_minute is None or self.tokens_per_minute > 0, "tokens_per_minute must be > 0"),
         ]
         for ok, message in checks:
             if not ok:

@@ -18,7 +18,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge.base import JudgeReply, JudgeRequest
-from ragmetrics.judge.limits import AdaptiveLimiter
+from ragmetrics.judge.limits import AdaptiveLimiter, RateLimiter
 from ragmetrics.judge.pricing import PriceTable, cost_usd, load_prices
 from ragmetrics.judge.retry import Failure, RetryPolicy, TransientFailure, WaitRetryAfterOrBackoff
 from ragmetrics.score import JudgeInfo, Usage
@@ -59,6 +59,10 @@ class ProviderJudge(ABC):
             max_tokens=settings.max_tokens,
         )
         self.limiter = AdaptiveLimiter(maximum=settings.max_concurrency)
+        rpm = settings.requests_per_minute
+        tpm = settings.tokens_per_minute
+        self.rate: RateLimiter | None = RateLimiter(rpm, tpm) if (rpm or tpm) else None
+        """Optional requests/tokens-per-minute caps (None: uncapped)."""
         self.policy = RetryPolicy(
             max_attempts=settings.max_attempts,
             initial_s=settings.backoff_initial_s,
@@ -175,6 +179,8 @@ class ProviderJudge(ABC):
                         self.retries += 1
                     await self.limiter.acquire()
                     try:
+                        if self.rate is not None:
+                            await self.rate.acquire(_prompt_estimate(request))
                         outcome = await asyncio.wait_for(
                             self._call(self._client(), request, max_tokens),
                             timeout=self.settings.timeout_s * (self.settings.reasks + 1) + 5,
@@ -199,7 +205,15 @@ class ProviderJudge(ABC):
                     finally:
                         await self.limiter.release()
                     self.limiter.on_success()
+                    if self.rate is not None:
+                        self.rate.record(outcome.completion_tokens
+                                         + max(0, outcome.prompt_tokens - _prompt_estimate(request)))
                     return outcome, attempt_no
         except TransientFailure as exc:
             raise self._error(exc.failure, attempt_no) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _prompt_estimate(request: JudgeRequest) -> int:
+    """Prompt tokens of a request, estimated as characters / 4 (for the tokens-per-minute cap)."""
+    return sum(len(m.content) for m in request.messages) // 4 + 1

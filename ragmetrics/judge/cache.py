@@ -132,6 +132,11 @@ class CachingJudge:
         while len(self._memo) > self._memo_size:
             self._memo.popitem(last=False)
 
+    def peek(self, request: JudgeRequest) -> dict[str, Any] | None:
+        """The stored entry for ``request`` (memory, then disk), without calling or counting anything."""
+        key = cache_key(self.inner, request)
+        return self._memo.get(key) or self._disk_get(key)
+
     # -- the Judge protocol -----------------------------------------------------------------------------
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         """Answer from memory or disk if possible, else join an identical call in flight, else call."""
@@ -147,15 +152,25 @@ class CachingJudge:
             return self._reply(request, entry, started, cached=True)
         flight_key = (id(asyncio.get_running_loop()), key)
         pending = self._inflight.get(flight_key)
-        if pending is not None:
+        while pending is not None:
+            try:
+                entry = await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                if not pending.cancelled():
+                    raise  # this request itself was cancelled
+                # the request we joined was cancelled (its sample timed out): make the call ourselves
+                pending = self._inflight.get(flight_key)
+                continue
             self.stats.shared += 1
-            entry = await asyncio.shield(pending)
             return self._reply(request, entry, started, cached=True)
         self.stats.misses += 1
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._inflight[flight_key] = future
         try:
             reply = await self.inner.complete(request)
+        except asyncio.CancelledError:
+            future.cancel()  # joined requests notice and make the call themselves
+            raise
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved: waiters re-raise it themselves

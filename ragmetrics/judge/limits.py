@@ -3,15 +3,21 @@
 Additive increase, multiplicative decrease: a 429 halves the limit (down to 1) and ``recover_after``
 successes in a row raise it by one again, up to the configured maximum. The state is per event loop,
 because asyncio primitives cannot cross loops (``*_sync`` calls each run their own loop).
+
+:class:`RateLimiter` adds optional requests-per-minute and tokens-per-minute caps: two token buckets
+refilled continuously, each holding at most ``burst_s`` seconds' worth, so requests are spread evenly
+instead of bursting into the provider's per-minute window. Its state is plain numbers and a
+monotonic clock, so it needs no per-loop primitives.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from dataclasses import dataclass, field
 
-__all__ = ["AdaptiveLimiter"]
+__all__ = ["AdaptiveLimiter", "RateLimiter"]
 
 
 @dataclass(slots=True)
@@ -26,10 +32,13 @@ class AdaptiveLimiter:
 
     maximum: int
     recover_after: int = 8
+    cooldown_s: float = 1.0
+    """Time after a cut during which further 429s do not cut again."""
     limit: int = field(init=False)
     throttled: int = field(default=0, init=False)
     """How many times a rate limit lowered the limit."""
     _successes: int = field(default=0, init=False)
+    _last_cut: float = field(default=float("-inf"), init=False)
     _loops: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, init=False)
 
     def __post_init__(self) -> None:
@@ -65,9 +74,88 @@ class AdaptiveLimiter:
             self._successes = 0
 
     def on_rate_limited(self) -> None:
-        """Record a 429: halve the limit (at least 1)."""
+        """Record a 429: halve the limit (at least 1), at most once per ``cooldown_s``.
+
+        A burst of 429s from requests that were all in flight together is one signal, not many:
+        without the cooldown, 32 simultaneous 429s would cut a limit of 32 down to 1.
+        """
         self._successes = 0
+        now = time.monotonic()
+        if now - self._last_cut < self.cooldown_s:
+            return
         new = max(1, self.limit // 2)
         if new < self.limit:
             self.throttled += 1
+            self._last_cut = now
         self.limit = new
+
+
+@dataclass(slots=True)
+class RateLimiter:
+    """Requests-per-minute and tokens-per-minute caps (token buckets); either may be None.
+
+    ``acquire(tokens)`` waits until one request and ``tokens`` (the prompt estimate) are available;
+    ``record(tokens)`` debits what the reply used beyond that (the completion), which may leave the
+    token bucket in debt and so delays the next requests.
+    """
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    burst_s: float = 1.0
+    """Seconds' worth of each rate the buckets may hold (at least one request, one request's tokens)."""
+    waited_s: float = field(default=0.0, init=False)
+    """Total time callers spent waiting for the caps."""
+    _requests: float = field(default=0.0, init=False)
+    _tokens: float = field(default=0.0, init=False)
+    _stamp: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be > 0 or None, got {value}")
+        self._stamp = time.monotonic()
+        self._requests = self._request_capacity()
+        self._tokens = self._token_capacity(0)
+
+    def _request_capacity(self) -> float:
+        rpm = self.requests_per_minute
+        return max(1.0, rpm / 60.0 * self.burst_s) if rpm else 0.0
+
+    def _token_capacity(self, want: float) -> float:
+        tpm = self.tokens_per_minute
+        return max(float(want), tpm / 60.0 * self.burst_s) if tpm else 0.0
+
+    def _refill(self, want: float) -> None:
+        now = time.monotonic()
+        elapsed, self._stamp = now - self._stamp, now
+        if self.requests_per_minute:
+            refill = elapsed * self.requests_per_minute / 60.0
+            self._requests = min(self._request_capacity(), self._requests + refill)
+        if self.tokens_per_minute:
+            refill = elapsed * self.tokens_per_minute / 60.0
+            self._tokens = min(self._token_capacity(want), self._tokens + refill)
+
+    async def acquire(self, tokens: int = 0) -> None:
+        """Wait until a request (and ``tokens`` prompt tokens) fit under the caps, then take them."""
+        while True:
+            self._refill(tokens)
+            wait = 0.0
+            if self.requests_per_minute and self._requests < 1.0:
+                wait = (1.0 - self._requests) * 60.0 / self.requests_per_minute
+            if self.tokens_per_minute and tokens and self._tokens < tokens:
+                wait = max(wait, (tokens - self._tokens) * 60.0 / self.tokens_per_minute)
+            if wait <= 0.0:
+                if self.requests_per_minute:
+                    self._requests -= 1.0
+                if self.tokens_per_minute:
+                    self._tokens -= tokens
+                return
+            self.waited_s += wait
+            await asyncio.sleep(wait)
+
+    def record(self, tokens: int) -> None:
+        """Debit tokens used beyond those acquired (the completion tokens of a reply)."""
+        if self.tokens_per_minute and tokens > 0:
+            self._refill(0)
+            self._tokens -= tokens

@@ -1,0 +1,493 @@
+"""Background scoring shared by the framework handlers: captured runs in, :class:`RunResult` records out.
+
+A handler turns each finished top-level run of the app into a :class:`Capture` and calls
+:meth:`BackgroundScorer.submit`, which returns at once. Scoring happens on an event loop:
+
+- the app is async (a loop runs in the thread that finished the run): the work is scheduled on that
+  loop, as a task with a fresh ``contextvars`` context so it is never attributed to the app's run;
+- the app is sync: the work goes to one background thread per scorer, running its own loop.
+
+Each loop has a *lane*: captured runs queue up there and one drain task scores them in batches
+through :class:`~ragmetrics.pipeline.EvaluationPipeline` (shared judges, so the claims of a run are
+extracted once for all metrics; bounded concurrency; the judge cache and retries). Batches on one
+loop run one after another, because a pipeline run closes its judges' clients when it ends.
+
+Failure is data: a judge that fails, a metric or sink that raises, a batch cancelled by its loop
+shutting down -- each ends as a record with a status and errors, never as an exception in the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import inspect
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.pipeline import ErrorRecord, EvaluationPipeline, EvaluationResult, failure_record
+from ragmetrics.sample import Sample
+
+__all__ = ["BackgroundScorer", "Capture", "RunResult", "json_safe"]
+
+logger = logging.getLogger("ragmetrics.integrations")
+
+Source = Literal["langchain", "llamaindex"]
+_CANCELLED = (
+    "scoring was cancelled: the event loop stopped before it finished; call 'await handler.flush()' "
+    "(or 'handler.flush_sync()') before the loop ends"
+)
+Sink = Callable[["RunResult"], Any]
+
+
+class RunResult(BaseModel):
+    """What a framework handler recorded for one top-level run of the app: the triple and its scores."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    """The framework's id of the top-level run (LangChain run id, LlamaIndex query span); the sample id."""
+    source: Source
+    """The adapter that captured the run."""
+    status: Literal["ok", "failed", "skipped"]
+    """``ok``: every metric scored. ``failed``: scoring ran but some metric has no score, or scoring
+    itself raised (``errors`` say why). ``skipped``: not scored (``reason`` says why)."""
+    reason: str | None = None
+    """Why the run was skipped, or a summary of what failed; None when ``ok``."""
+    question: str | None = None
+    """The captured question (None when the run's input held none)."""
+    answer: str | None = None
+    """The captured final answer (None when none was found)."""
+    contexts: list[str] = Field(default_factory=list)
+    """The text of every document the run retrieved, in retrieval order."""
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    """Score per metric (None where a metric has none); empty when skipped."""
+    evaluation: EvaluationResult | None = None
+    """The pipeline's full record (claims, verdicts, reasons, usage); None when skipped or scoring raised."""
+    errors: list[ErrorRecord] = Field(default_factory=list)
+    """Why some metric has no score, or what raised while scoring or writing to the sink."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """What the framework told about the run: name, tags, metadata, how many retrievals."""
+    captured_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    """When the run finished (UTC)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Capture:
+    """One finished top-level run as a handler saw it (internal)."""
+
+    run_id: str
+    source: Source
+    question: str | None = None
+    answer: str | None = None
+    contexts: list[str] = field(default_factory=list)
+    skip_reason: str | None = None
+    """Set when the run must not be scored (no retrieval, no answer, the run raised)."""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def result(self, status: Literal["ok", "failed", "skipped"], **fields: Any) -> RunResult:
+        """A record of this capture."""
+        return RunResult(
+            run_id=self.run_id,
+            source=self.source,
+            status=status,
+            question=self.question,
+            answer=self.answer,
+            contexts=list(self.contexts),
+            meta=self.meta,
+            **fields,
+        )
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` reduced to JSON types (str, number, bool, None, lists, str-keyed dicts); others as text."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if depth > 4:
+        return shorten(value, 200)
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(v, depth + 1) for v in value]
+    return shorten(value, 200)
+
+
+class _JsonlSink:
+    """Appends each record as one JSON line; safe to call from several threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def __call__(self, result: RunResult) -> None:
+        line = result.model_dump_json() + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line)
+
+
+def _check_sink(sink: object) -> Sink | None:
+    if sink is None:
+        return None
+    if isinstance(sink, (str, os.PathLike)):
+        path = Path(sink)
+        if path.is_dir():
+            raise ConfigError(f"sink={str(path)!r} is a folder; give a .jsonl file path or a callable")
+        if not path.parent.is_dir():
+            raise ConfigError(
+                f"sink={str(path)!r}: the folder {str(path.parent)!r} does not exist; create it "
+                "or give another path"
+            )
+        return _JsonlSink(path)
+    if callable(sink):
+        return sink  # type: ignore[return-value]
+    raise ConfigError(
+        f"sink must be a JSONL file path or a callable taking a RunResult, got {type(sink).__name__}"
+    )
+
+
+@dataclass(slots=True, eq=False)
+class _Job:
+    capture: Capture
+    future: concurrent.futures.Future[RunResult]
+    """Settled once the job's batch is over (its pipeline run has closed its judges' clients)."""
+    result: RunResult | None = None
+
+
+@dataclass(slots=True)
+class _Lane:
+    """The queue and drain task of one event loop (touched only from that loop's thread)."""
+
+    jobs: list[_Job] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+
+
+def _summary(errors: Sequence[ErrorRecord]) -> str | None:
+    if not errors:
+        return None
+    text = "; ".join(e.message for e in errors[:3])
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return shorten(text, 600) + more
+
+
+class BackgroundScorer:
+    """Scores captured runs off the app's path; keeps the records and feeds the optional sink.
+
+    Args:
+        metrics: The ragmetrics metrics to run on every captured run.
+        source: Which adapter captures (``langchain`` or ``llamaindex``).
+        sink: None, a JSONL file path (one record per line, appended), or a callable (sync or async)
+            called with each :class:`RunResult`.
+        concurrency: Captured runs scored at once per event loop.
+        timeout_per_sample_s: Wall-time limit per run's scoring (None: only the judges' timeouts).
+        max_pending: Captured runs waiting for scoring beyond which new ones are skipped (with a
+            reason) instead of queued, so a slow judge cannot grow memory without bound.
+
+    Raises:
+        ConfigError: No metrics, a bad metric, sink or limit (checked at once).
+    """
+
+    def __init__(
+        self,
+        metrics: Sequence[Any],
+        *,
+        source: Source,
+        sink: object = None,
+        concurrency: int = 8,
+        timeout_per_sample_s: float | None = None,
+        max_pending: int = 1000,
+    ) -> None:
+        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
+            raise ConfigError(f"max_pending must be an int >= 1, got {max_pending!r}")
+        self.pipeline = EvaluationPipeline(
+            metrics, concurrency=concurrency, timeout_per_sample_s=timeout_per_sample_s, progress=False
+        )
+        self.source: Source = source
+        self.max_pending = max_pending
+        self._sink = _check_sink(sink)
+        self._lock = threading.Lock()
+        self._results: list[RunResult] = []
+        self._outstanding: dict[_Job, asyncio.AbstractEventLoop] = {}
+        """Jobs not settled yet -> the loop that scores them."""
+        self._lanes: dict[asyncio.AbstractEventLoop, _Lane] = {}
+        self._thread: threading.Thread | None = None
+        self._thread_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def metrics(self) -> list[Any]:
+        """The metrics run on every captured run."""
+        return self.pipeline.metrics
+
+    @property
+    def results(self) -> list[RunResult]:
+        """The records so far, in the order they finished (a copy)."""
+        with self._lock:
+            return list(self._results)
+
+    @property
+    def pending(self) -> int:
+        """Captured runs not yet recorded."""
+        with self._lock:
+            return len(self._outstanding)
+
+    # -- the app's side: must return at once and never raise -------------------------------------------
+    def submit(self, capture: Capture) -> None:
+        """Queue ``capture`` for scoring (or recording, when skipped) and return at once."""
+        job = _Job(capture, concurrent.futures.Future())
+        try:
+            try:
+                loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            on_this_thread = loop is not None
+            if loop is None:
+                loop = self._background_loop()
+            with self._lock:
+                full = len(self._outstanding) >= self.max_pending
+                if not full:
+                    self._outstanding[job] = loop
+            if full:
+                reason = (
+                    f"not scored: {self.max_pending} captured runs were already waiting for the judge "
+                    "(max_pending); scoring cannot keep up with the app"
+                )
+                self._store(job, capture.result("skipped", reason=reason))
+                self._settle([job])
+            elif on_this_thread:
+                self._enqueue(loop, job)
+            else:
+                loop.call_soon_threadsafe(self._enqueue, loop, job)
+        except Exception as exc:  # e.g. the background loop was closed meanwhile: record, never raise
+            logger.warning("ragmetrics: could not queue a captured run for scoring: %r", exc)
+            self._abandon([job], exc)
+            self._settle([job])
+
+    def _background_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._thread_loop is None or self._thread is None or not self._thread.is_alive():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=_run_forever, args=(loop,), name="ragmetrics-scoring", daemon=True
+                )
+                thread.start()
+                self._thread_loop, self._thread = loop, thread
+            return self._thread_loop
+
+    def _enqueue(self, loop: asyncio.AbstractEventLoop, job: _Job) -> None:
+        """On ``loop``'s thread: queue the job and make sure a drain task runs."""
+        with self._lock:
+            lane = self._lanes.setdefault(loop, _Lane())
+        lane.jobs.append(job)
+        if lane.task is None or lane.task.done():
+            # a fresh context: scoring must not run inside (or be traced as part of) the app's run
+            lane.task = contextvars.Context().run(loop.create_task, self._drain(loop, lane))
+
+    # -- the loop's side --------------------------------------------------------------------------------
+    async def _drain(self, loop: asyncio.AbstractEventLoop, lane: _Lane) -> None:
+        try:
+            while lane.jobs:
+                batch, lane.jobs = lane.jobs, []
+                try:
+                    await self._process(batch)
+                except asyncio.CancelledError:
+                    self._abandon(batch, asyncio.CancelledError(_CANCELLED))
+                    raise
+                except Exception as exc:  # a bug of ours: the runs still get a record
+                    logger.exception("ragmetrics: scoring a batch of captured runs failed")
+                    self._abandon(batch, exc)
+                finally:
+                    self._settle(batch)
+        except asyncio.CancelledError:
+            self._abandon(lane.jobs, asyncio.CancelledError(_CANCELLED))
+            self._settle(lane.jobs)
+            lane.jobs = []
+            raise
+        finally:
+            with self._lock:
+                if self._lanes.get(loop) is lane and not lane.jobs:
+                    del self._lanes[loop]
+
+    def _abandon(self, jobs: Iterable[_Job], exc: BaseException) -> None:
+        """Give every job of ``jobs`` that has no record yet a failure record."""
+        for job in jobs:
+            if job.result is None:
+                error = failure_record(exc)
+                self._store(job, job.capture.result("failed", reason=error.message, errors=[error]))
+
+    async def _process(self, batch: list[_Job]) -> None:
+        scored: list[_Job] = []
+        samples: list[Sample] = []
+        for job in batch:
+            cap = job.capture
+            if cap.skip_reason is not None:
+                await self._deliver(job, cap.result("skipped", reason=cap.skip_reason))
+                continue
+            try:
+                samples.append(
+                    Sample.from_fields(
+                        question=cap.question,
+                        answer=cap.answer,
+                        contexts=cap.contexts,
+                        id=cap.run_id,
+                        meta=cap.meta,
+                    )
+                )
+                scored.append(job)
+            except Exception as exc:
+                error = failure_record(exc)
+                await self._deliver(job, cap.result("failed", reason=error.message, errors=[error]))
+        if samples:
+            await self._score(scored, samples)
+
+    async def _score(self, jobs: list[_Job], samples: list[Sample]) -> None:
+        """The one place captured samples are scored: through the pipeline, records as they finish."""
+        finished: set[int] = set()
+        try:
+            async for record in self.pipeline.stream(samples):
+                finished.add(record.index)
+                await self._deliver(jobs[record.index], self._from_record(jobs[record.index].capture, record))
+        except Exception as exc:
+            error = failure_record(exc)
+            for i, job in enumerate(jobs):
+                if i not in finished:
+                    await self._deliver(
+                        job, job.capture.result("failed", reason=error.message, errors=[error])
+                    )
+
+    @staticmethod
+    def _from_record(capture: Capture, record: EvaluationResult) -> RunResult:
+        status: Literal["ok", "failed"] = "failed" if record.errors else "ok"
+        return capture.result(
+            status,
+            reason=_summary(record.errors),
+            scores=dict(record.scores),
+            evaluation=record,
+            errors=list(record.errors),
+        )
+
+    async def _deliver(self, job: _Job, result: RunResult) -> None:
+        if self._sink is not None:
+            try:
+                out = self._sink(result)
+                if inspect.isawaitable(out):
+                    await out
+            except Exception as exc:
+                error = failure_record(exc)
+                error.message = f"the sink raised {type(exc).__name__}: {shorten(str(exc), 300)}"
+                result.errors.append(error)
+                logger.warning("ragmetrics: %s", error.message)
+        self._store(job, result)
+
+    def _store(self, job: _Job, result: RunResult) -> None:
+        with self._lock:
+            self._results.append(result)
+        job.result = result
+
+    def _settle(self, jobs: Iterable[_Job]) -> None:
+        """The jobs' batch is over: wake whoever flushes (a job with no record gets one)."""
+        jobs = list(jobs)
+        self._abandon(jobs, RuntimeError("the captured run was not scored (internal error)"))
+        with self._lock:
+            for job in jobs:
+                self._outstanding.pop(job, None)
+        for job in jobs:
+            if not job.future.done() and job.result is not None:
+                job.future.set_result(job.result)
+
+    # -- waiting and closing ------------------------------------------------------------------------------
+    async def flush(self, timeout: float | None = None) -> list[RunResult]:
+        """Wait until every run captured so far is recorded and its scoring cleaned up; return all records.
+
+        Raises:
+            TimeoutError: ``timeout`` seconds passed first (scoring goes on).
+        """
+        with self._lock:
+            waiting = [job.future for job in self._outstanding]
+        if waiting:
+            _, pending = await asyncio.wait([asyncio.wrap_future(f) for f in waiting], timeout=timeout)
+            if pending:
+                raise TimeoutError(f"{len(pending)} captured runs were still being scored after {timeout} s")
+        return self.results
+
+    def flush_sync(self, timeout: float | None = None) -> list[RunResult]:
+        """Blocking twin of :meth:`flush`, for sync apps.
+
+        Raises:
+            RuntimeError: Called on an event loop's thread while that loop holds runs to score (it
+                would wait forever); use ``await flush()`` there.
+            TimeoutError: ``timeout`` seconds passed first.
+        """
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        with self._lock:
+            waiting = list(self._outstanding.items())
+        if running is not None and any(loop is running for _, loop in waiting):
+            raise RuntimeError(
+                "flush_sync() was called inside the event loop that scores the captured runs; "
+                "use 'await handler.flush()' there"
+            )
+        futures = [job.future for job, _ in waiting]
+        if futures:
+            _, pending = concurrent.futures.wait(futures, timeout=timeout)
+            if pending:
+                raise TimeoutError(f"{len(pending)} captured runs were still being scored after {timeout} s")
+        return self.results
+
+    def _stop_thread(self, timeout: float | None) -> None:
+        with self._lock:
+            loop, thread = self._thread_loop, self._thread
+            self._thread_loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        try:
+            loop.call_soon_threadsafe(loop.stop)
+        except RuntimeError:  # the loop is closed already
+            pass
+        thread.join(timeout)
+        if thread.is_alive():  # still finishing (timeout): it records its runs itself
+            return
+        # runs handed to the loop just as it stopped never reached a drain task: record them
+        with self._lock:
+            stranded = [job for job, owner in self._outstanding.items() if owner is loop]
+        self._abandon(
+            stranded, RuntimeError("the background scoring thread stopped before this run was scored")
+        )
+        self._settle(stranded)
+
+    async def aclose(self, timeout: float | None = None) -> list[RunResult]:
+        """Flush, then stop the background thread (a later run starts it again). Returns all records."""
+        results = await self.flush(timeout)
+        await asyncio.get_running_loop().run_in_executor(None, self._stop_thread, timeout)
+        return results
+
+    def close(self, timeout: float | None = None) -> list[RunResult]:
+        """Blocking twin of :meth:`aclose`."""
+        results = self.flush_sync(timeout)
+        self._stop_thread(timeout)
+        return results
+
+
+def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()

@@ -1,0 +1,378 @@
+"""Datasets in, validated samples out: lists of dicts or samples, JSONL/JSON/CSV files, pandas, HF datasets.
+
+:class:`Dataset` wraps any supported source and yields :class:`Row` values lazily (a file is read line
+by line, a DataFrame row by row), so a long dataset never has to sit in memory twice. Column names are
+configurable: ``columns={"question": "query", "answer": "response", "contexts": "retrieved"}``; when
+a default column is missing, the usual names of other tools are tried (``user_input``, ``response``,
+``retrieved_contexts``, ``ground_truth``...).
+
+Errors: a tabular source (DataFrame, HF dataset, CSV) that lacks a needed column fails at once with a
+``ConfigError`` naming the column and listing the ones there are. A bad row (a missing key, ``None``,
+a wrong type, a line that is not JSON) is not an exception here: :func:`to_sample` raises
+``InvalidInputError`` naming the row and the field, and the pipeline turns it into that row's error
+record without stopping the run.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragmetrics.errors import ConfigError, InvalidInputError, shorten
+from ragmetrics.sample import Sample
+
+__all__ = ["FIELDS", "Dataset", "Row", "to_sample"]
+
+FIELDS = ("question", "answer", "contexts", "reference", "id", "meta")
+"""The sample fields a column can map to."""
+ALIASES: Mapping[str, tuple[str, ...]] = {
+    "question": ("user_input", "query", "input", "prompt"),
+    "answer": ("response", "output", "prediction", "generated_answer"),
+    "contexts": ("retrieved_contexts", "context", "documents", "passages"),
+    "reference": ("ground_truth", "ground_truths", "expected_output", "reference_answer"),
+    "id": ("sample_id", "qid", "uid"),
+}
+"""Column names tried, in order, when the default column is missing and no mapping names one."""
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One dataset row before validation."""
+
+    index: int
+    """Position in the dataset (0-based)."""
+    values: Mapping[str, Any] | Sample | None
+    """The row's values by sample field (missing keys absent), a ready Sample, or None if unreadable."""
+    problem: str | None = None
+    """Why the row could not be read at all (a JSONL line that is not JSON)."""
+    columns: Mapping[str, str] | None = None
+    """The column each field was read from (for messages)."""
+
+
+def _plain(value: Any) -> Any:
+    """numpy/pandas scalars and arrays to plain Python; NaN (pandas' missing value) to None."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and not isinstance(value, (list, tuple, dict)):
+        return _plain(tolist())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class Dataset:
+    """A dataset source, read lazily and as often as needed.
+
+    Args:
+        data: A list (or any iterable) of dicts or :class:`~ragmetrics.sample.Sample`; a path to a
+            ``.jsonl``/``.ndjson``, ``.json`` (a list of objects) or ``.csv`` file; a pandas
+            DataFrame; or a Hugging Face ``datasets.Dataset``.
+        columns: Sample field -> column name, for the fields whose column is named differently.
+        required: Fields every row must carry (checked as columns for tabular sources).
+
+    Raises:
+        ConfigError: Unknown field in ``columns``, an unsupported source or file type, a missing
+            file, or a tabular source without a needed column.
+    """
+
+    def __init__(
+        self, data: Any, *, columns: Mapping[str, str] | None = None, required: Iterable[str] = ("answer",)
+    ) -> None:
+        columns = dict(columns or {})
+        unknown = sorted(set(columns) - set(FIELDS))
+        if unknown:
+            raise ConfigError(
+                f"columns: unknown sample field(s) {unknown}; map any of {list(FIELDS)} "
+                "to your column names, e.g. columns={'answer': 'response'}"
+            )
+        self.data = data
+        self.required = tuple(required)
+        self._explicit = columns
+        self.kind = self._kind(data)
+        self.columns = dict(columns)
+        names = self._column_names()
+        if names is not None:
+            self.columns = self._resolve(names)
+
+    # -- what the source is ------------------------------------------------------------------------
+    @staticmethod
+    def _kind(data: Any) -> str:
+        if isinstance(data, (str, Path)):
+            path = Path(data)
+            if not path.is_file():
+                raise ConfigError(f"dataset file {path} does not exist (or is not a file)")
+            suffix = path.suffix.lower()
+            if suffix in (".jsonl", ".ndjson"):
+                return "jsonl"
+            if suffix == ".json":
+                return "json"
+            if suffix == ".csv":
+                return "csv"
+            raise ConfigError(
+                f"dataset file {path}: unsupported type '{suffix}'; use .jsonl, .json or .csv "
+                "(or load it into a pandas DataFrame)"
+            )
+        if hasattr(data, "itertuples") and hasattr(data, "columns"):
+            return "pandas"
+        if hasattr(data, "column_names") and hasattr(data, "features"):
+            return "hf"
+        if isinstance(data, (Mapping, bytes)):
+            raise ConfigError(
+                "dataset: expected a list of rows (dicts or Samples), a file path, a DataFrame "
+                f"or a datasets.Dataset, got a {type(data).__name__}; for column lists use "
+                "evaluate(questions=..., answers=..., contexts=...)"
+            )
+        if isinstance(data, Iterable):
+            return "rows"
+        raise ConfigError(f"dataset: unsupported type {type(data).__name__}")
+
+    def _column_names(self) -> list[str] | None:
+        if self.kind == "pandas":
+            return [str(c) for c in self.data.columns]
+        if self.kind == "hf":
+            return list(self.data.column_names)
+        if self.kind == "csv":
+            with Path(self.data).open(encoding="utf-8", newline="") as fh:
+                header = next(csv.reader(fh), None)
+            if header is None:
+                raise ConfigError(f"dataset file {self.data} is empty (no header row)")
+            return header
+        return None
+
+    def _resolve(self, names: Sequence[str]) -> dict[str, str]:
+        present = set(names)
+        resolved: dict[str, str] = {}
+        for field in FIELDS:
+            if field in self._explicit:
+                column = self._explicit[field]
+                if column not in present:
+                    raise ConfigError(
+                        f"dataset has no column '{column}' (mapped to '{field}' by columns=); "
+                        f"its columns are: {', '.join(names)}"
+                    )
+                resolved[field] = column
+                continue
+            if field in present:
+                resolved[field] = field
+                continue
+            alias = next((a for a in ALIASES.get(field, ()) if a in present), None)
+            if alias is not None:
+                resolved[field] = alias
+            elif field in self.required:
+                raise ConfigError(
+                    f"dataset has no column '{field}' (needed by the metrics); its columns are: "
+                    f"{', '.join(names)}; name yours with columns={{'{field}': '<column>'}}"
+                )
+        return resolved
+
+    def __len__(self) -> int:
+        total = self.total()
+        if total is None:
+            raise TypeError("this dataset's length is not known before it is read")
+        return total
+
+    def total(self) -> int | None:
+        """The number of rows when it is known without reading them all (None for generators)."""
+        if self.kind in ("pandas", "hf"):
+            return len(self.data)
+        if self.kind == "jsonl":
+            with Path(self.data).open("rb") as fh:
+                return sum(1 for line in fh if line.strip())
+        if self.kind == "csv":
+            with Path(self.data).open(encoding="utf-8", newline="") as fh:
+                return max(0, sum(1 for _ in csv.reader(fh)) - 1)
+        if self.kind == "json":
+            return len(self._json_rows())
+        if isinstance(self.data, Sequence):
+            return len(self.data)
+        return None
+
+    def materialize(self) -> Dataset:
+        """A dataset that can be read twice (a one-shot iterator is read into a list)."""
+        if self.kind == "rows" and not isinstance(self.data, Sequence):
+            copy = Dataset.__new__(Dataset)
+            copy.__dict__.update(self.__dict__)
+            copy.data = list(self.data)
+            return copy
+        return self
+
+    # -- reading ---------------------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Row]:
+        return self.rows()
+
+    def rows(self) -> Iterator[Row]:
+        """Yield every row, in order."""
+        if self.kind == "pandas":
+            yield from self._pandas_rows()
+        elif self.kind == "hf":
+            for i, item in enumerate(self.data):
+                yield self._mapped(i, item)
+        elif self.kind == "jsonl":
+            yield from self._jsonl_rows()
+        elif self.kind == "json":
+            for i, item in enumerate(self._json_rows()):
+                yield self._row(i, item)
+        elif self.kind == "csv":
+            yield from self._csv_rows()
+        else:
+            for i, item in enumerate(self.data):
+                yield self._row(i, item)
+
+    def _row(self, index: int, item: Any) -> Row:
+        if isinstance(item, Sample):
+            return Row(index, item)
+        if isinstance(item, Mapping):
+            return self._mapped(index, item)
+        return Row(
+            index,
+            None,
+            f"row {index}: expected a dict or a Sample, got {type(item).__name__} {shorten(item, 80)}",
+        )
+
+    def _mapped(self, index: int, item: Mapping[str, Any]) -> Row:
+        values: dict[str, Any] = {}
+        used: dict[str, str] = {}
+        for field in FIELDS:
+            column = self.columns.get(field)
+            if column is None:
+                column = (
+                    field if field in item else next((a for a in ALIASES.get(field, ()) if a in item), field)
+                )
+            value = item.get(column, _MISSING)
+            if value is not _MISSING:
+                values[field] = _plain(value)
+                used[field] = column
+        return Row(index, values, columns=used)
+
+    def _pandas_rows(self) -> Iterator[Row]:
+        names = [str(c) for c in self.data.columns]
+        for i, values in enumerate(self.data.itertuples(index=False, name=None)):
+            yield self._mapped(i, dict(zip(names, values, strict=True)))
+
+    def _jsonl_rows(self) -> Iterator[Row]:
+        with Path(self.data).open(encoding="utf-8") as fh:
+            index = 0
+            for line_no, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError as exc:
+                    yield Row(
+                        index, None, f"row {index} (line {line_no} of {self.data}) is not valid JSON: {exc}"
+                    )
+                else:
+                    yield self._row(index, item)
+                index += 1
+
+    def _json_rows(self) -> list[Any]:
+        try:
+            data = json.loads(Path(self.data).read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ConfigError(f"dataset file {self.data} is not valid JSON: {exc}") from exc
+        if isinstance(data, Mapping) and isinstance(data.get("data"), list):
+            data = data["data"]
+        if not isinstance(data, list):
+            raise ConfigError(f"dataset file {self.data}: expected a JSON list of objects")
+        return data
+
+    def _csv_rows(self) -> Iterator[Row]:
+        with Path(self.data).open(encoding="utf-8", newline="") as fh:
+            for i, item in enumerate(csv.DictReader(fh)):
+                values = dict(item)
+                column = self.columns.get("contexts")
+                if column is not None and column in values:
+                    values[column] = _csv_contexts(values[column])
+                for field in ("meta",):
+                    column = self.columns.get(field)
+                    if column is not None and isinstance(values.get(column), str) and values[column]:
+                        try:
+                            values[column] = json.loads(values[column])
+                        except ValueError:
+                            pass
+                yield self._mapped(i, {k: v for k, v in values.items() if k is not None})
+
+
+def _csv_contexts(cell: str | None) -> Any:
+    """A CSV contexts cell: a JSON list of strings, or else one passage ('' is no passage)."""
+    if cell is None:
+        return None
+    text = cell.strip()
+    if not text:
+        return []
+    if text.startswith("["):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return [cell]
+        return value
+    return [cell]
+
+
+def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
+    """Validate one row into a sample.
+
+    Args:
+        row: The row.
+        require_contexts: Whether a missing or None ``contexts`` is an error (a metric checks the
+            answer against the contexts); an explicit empty list is allowed.
+
+    Raises:
+        InvalidInputError: The row is unreadable, lacks its answer, or a field has the wrong type;
+            the message names the row and the field (and the column it was read from).
+    """
+    values = row.values
+    if values is None:
+        raise InvalidInputError(
+            "(row)",
+            "a dict of sample fields or a Sample",
+            row=row.index,
+            detail=row.problem or "unreadable row",
+        )
+    if isinstance(values, Sample):
+        return values
+    used = row.columns or {}
+
+    if "answer" not in values:
+        keys = ", ".join(sorted(values)) or "none"
+        raise InvalidInputError(
+            "answer",
+            "present in every row",
+            row=row.index,
+            detail=f"this row has no answer (fields found: {keys})",
+        )
+    if require_contexts and values.get("contexts") is None:
+        got = "no contexts field" if "contexts" not in values else "contexts is None"
+        column = used.get("contexts", "contexts")
+        where = f" (column '{column}')" if column != "contexts" else ""
+        raise InvalidInputError(
+            "contexts",
+            "a list of strings (use [] for none)",
+            row=row.index,
+            detail=f"{got}{where}; the metrics check the answer against the contexts",
+        )
+    try:
+        return Sample.from_fields(
+            question=values.get("question"),
+            answer=values.get("answer"),
+            contexts=values.get("contexts"),
+            reference=values.get("reference"),
+            id=values.get("id"),
+            meta=values.get("meta"),
+            row=row.index,
+        )
+    except InvalidInputError as exc:
+        base = exc.field.split("[", 1)[0]
+        column = used.get(base, base)
+        if column != base:
+            exc.args = (f"{exc.args[0]} (read from column '{column}')",)
+        raise

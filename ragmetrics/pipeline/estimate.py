@@ -1,0 +1,338 @@
+"""Predict the LLM calls, tokens and cost of a run before making it, without calling anything.
+
+For the claim metrics the estimate follows the pipeline's own schedule: one extraction call per
+sample (shared by every claim metric on the same judge) and one verification call per chunk of
+contexts (for faithfulness and groundedness, when the answer has claims and there are contexts).
+Prompts are rendered exactly as they would be sent; prompt tokens are counted as characters / 4 plus
+the response schema (providers bill the tool schema as prompt tokens); completion tokens are guessed
+from the answer's length and its number of sentences. When ``check_cache`` is on, requests already in
+the judge cache are counted as cached (free), and a cached extraction gives the real claims, so the
+verification request can be looked up too. Cost comes from the judge's price table.
+
+Metrics without a judge (pure functions, text evaluators) are assumed to make no LLM calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragmetrics.errors import InvalidInputError
+from ragmetrics.judge.cache import CachingJudge, cache_key
+from ragmetrics.judge.pricing import cost_usd
+from ragmetrics.metrics._claims import ClaimMetric, chunk_contexts, extract_request, verify_request
+from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
+from ragmetrics.pipeline.dataset import Dataset, to_sample
+from ragmetrics.sample import Sample
+
+__all__ = ["Estimate", "JudgeEstimate", "SampleEstimator", "estimate"]
+
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
+_VERDICT_OVERHEAD_CHARS = 130
+"""Characters of one verdict's JSON besides the quote: index, verdict, context, a one-line reason."""
+_CLAIM_OVERHEAD_CHARS = 45
+"""Characters of one extracted claim's JSON besides its text and span."""
+
+
+def _tokens(chars: int) -> int:
+    return -(-chars // 4)
+
+
+@cache
+def _schema_tokens(model: type[BaseModel]) -> int:
+    return _tokens(len(json.dumps(model.model_json_schema(), separators=(",", ":"))))
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+
+
+class JudgeEstimate(BaseModel):
+    """Predicted usage of one judge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str
+    """The judge's spec string."""
+    calls: int = 0
+    """Requests expected to reach the provider."""
+    cached_calls: int = 0
+    """Requests found in the cache (free)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    priced: bool = True
+    """False when the model is not in the price table (cost shown as 0)."""
+
+
+class Estimate(BaseModel):
+    """Predicted calls, tokens and cost of running metrics over a dataset."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    samples: int = 0
+    """Valid rows counted."""
+    invalid_rows: int = 0
+    """Rows that would fail validation (they cost nothing)."""
+    repeats: int = 1
+    calls: int = 0
+    """Requests expected to reach a provider."""
+    cached_calls: int = 0
+    """Requests already in the cache."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    """Predicted cost in USD (0 for cached requests and unpriced models)."""
+    judges: dict[str, JudgeEstimate] = Field(default_factory=dict)
+    """Per judge spec."""
+    notes: list[str] = Field(default_factory=list)
+    """Assumptions worth knowing (unpriced models, metrics not estimated)."""
+
+    @property
+    def tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.samples} samples x {self.repeats} repeat(s): {self.calls} calls "
+            f"({self.cached_calls} cached), {self.prompt_tokens} prompt + {self.completion_tokens} "
+            f"completion tokens, ${self.cost_usd:.4f}"
+        ]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class _Cost:
+    calls: int = 0
+    cached: int = 0
+    prompt: int = 0
+    completion: int = 0
+    cost: float = 0.0
+
+
+@dataclass(slots=True)
+class _Group:
+    judge: CachingJudge
+    question_needed: bool
+    """All claim metrics of the group need a question (relevancy alone): no call without one."""
+    budgets: tuple[int, ...]
+    """Context budgets of the metrics that verify (each distinct budget makes its own requests)."""
+
+
+def _peek(judge: CachingJudge, request: Any) -> Mapping[str, Any] | None:
+    """A cached reply for ``request`` if there is one; never calls the judge."""
+    peek = getattr(judge, "peek", None)
+    if callable(peek):
+        return peek(request)
+    key = cache_key(judge.inner, request)
+    entry = judge._memo.get(key)  # noqa: SLF001 - read-only look-up until CachingJudge.peek exists
+    if entry is None:
+        entry = judge._disk_get(key)  # noqa: SLF001
+    return entry
+
+
+class SampleEstimator:
+    """Predicts one sample's usage for a set of metrics (the runner uses it for ``max_cost_usd``).
+
+    Args:
+        metrics: The metrics; claim metrics on equal judges (``judge_key``) share calls, as in a run.
+        repeats: Runs per metric.
+        check_cache: Count requests found in the judge cache as cached.
+    """
+
+    def __init__(self, metrics: Sequence[Any], *, repeats: int = 1, check_cache: bool = True) -> None:
+        self.repeats = repeats
+        self.check_cache = check_cache
+        groups: dict[int, list[ClaimMetric]] = {}
+        judges: dict[int, CachingJudge] = {}
+        self.unestimated: list[str] = []
+        for metric in metrics:
+            if isinstance(metric, ClaimMetric):
+                judge = metric.judge
+                groups.setdefault(id(judge), []).append(metric)
+                judges[id(judge)] = judge
+            elif hasattr(metric, "judge") or hasattr(metric, "judge_key"):
+                self.unestimated.append(str(getattr(metric, "name", type(metric).__name__)))
+        self.groups = [
+            _Group(
+                judge=judges[key],
+                question_needed=all(m.needs_question for m in members),
+                budgets=tuple(sorted({m.context_budget_tokens for m in members if m.needs_verification})),
+            )
+            for key, members in groups.items()
+        ]
+
+    def judges(self) -> list[CachingJudge]:
+        """The judges estimated, one per group."""
+        return [g.judge for g in self.groups]
+
+    def estimate(self, sample: Sample) -> dict[str, _Cost]:
+        """Predicted usage of ``sample`` per judge spec."""
+        out: dict[str, _Cost] = {}
+        for group in self.groups:
+            acc = out.setdefault(group.judge.info.spec, _Cost())
+            for repeat in range(self.repeats):
+                self._sample(group, sample, repeat, acc)
+        return out
+
+    def cost(self, sample: Sample) -> float:
+        """Predicted cost of ``sample`` in USD."""
+        return sum(c.cost for c in self.estimate(sample).values())
+
+    def _sample(self, group: _Group, sample: Sample, repeat: int, acc: _Cost) -> None:
+        if not sample.answer.strip():
+            return
+        if group.question_needed and not (sample.question or "").strip():
+            return
+        request = extract_request(sample, repeat)
+        entry = _peek(group.judge, request) if self.check_cache else None
+        if entry is not None:
+            acc.cached += 1
+            claims = [c["text"] for c in entry["value"].get("claims", []) if str(c.get("text", "")).strip()]
+            known = True
+        else:
+            claims = _sentences(sample.answer)
+            known = False
+            completion = _tokens(2 * len(sample.answer) + _CLAIM_OVERHEAD_CHARS * (len(claims) + 1))
+            self._bill(
+                group.judge, acc, _request_tokens(request) + _schema_tokens(ClaimExtraction), completion
+            )
+        if not group.budgets or not claims or not sample.contexts:
+            return
+        claim_chars = sum(len(c) for c in claims)
+        for budget in group.budgets:
+            for chunk in chunk_contexts(sample.contexts, budget):
+                texts = [p.text for p in chunk]
+                vreq = verify_request(claims, texts, repeat)
+                if known and self.check_cache and _peek(group.judge, vreq) is not None:
+                    acc.cached += 1
+                    continue
+                completion = _tokens(len(claims) * _VERDICT_OVERHEAD_CHARS + claim_chars)
+                self._bill(
+                    group.judge, acc, _request_tokens(vreq) + _schema_tokens(ClaimVerification), completion
+                )
+
+    @staticmethod
+    def _bill(judge: CachingJudge, acc: _Cost, prompt: int, completion: int) -> None:
+        acc.calls += 1
+        acc.prompt += prompt
+        acc.completion += completion
+        prices = getattr(judge.inner, "prices", None)
+        if prices is not None and not judge.info.heuristic:
+            acc.cost += cost_usd(prices, judge.info.provider, judge.info.model, prompt, completion)
+
+
+def _request_tokens(request: Any) -> int:
+    return _tokens(sum(len(m.content) for m in request.messages))
+
+
+def _priced(judge: CachingJudge) -> bool:
+    if judge.info.heuristic:
+        return True
+    prices = getattr(judge.inner, "prices", None) or {}
+    models = prices.get(judge.info.provider, {})
+    return any(judge.info.model.startswith(name) for name in models)
+
+
+def estimate(
+    metrics: Sequence[Any],
+    dataset: Any | None = None,
+    *,
+    questions: Sequence[Any] | None = None,
+    answers: Sequence[Any] | None = None,
+    contexts: Sequence[Any] | None = None,
+    columns: Mapping[str, str] | None = None,
+    repeats: int = 1,
+    check_cache: bool = True,
+) -> Estimate:
+    """Predict calls, tokens and cost of running ``metrics`` over a dataset, without calling anything.
+
+    Claim metrics that share a judge are counted as the pipeline runs them (extraction once per
+    sample). Pass the same metrics you give the pipeline; ``EvaluationPipeline.estimate`` does this.
+
+    Args:
+        metrics: The metrics to run.
+        dataset: Anything :class:`~ragmetrics.pipeline.dataset.Dataset` reads.
+        questions: Column form, as in ``EvaluationPipeline.evaluate``.
+        answers: Column form.
+        contexts: Column form.
+        columns: Field -> column name mapping.
+        repeats: Runs per metric.
+        check_cache: Count requests already in the judge cache as free.
+
+    Raises:
+        ConfigError: Bad dataset or columns.
+    """
+    from ragmetrics.pipeline.runner import _columns_dataset, share_judges
+
+    share_judges(metrics)
+    if dataset is None:
+        dataset = _columns_dataset(questions, answers, contexts, None, None)
+    needs_contexts = any(
+        getattr(m, "needs_verification", False) for m in metrics if isinstance(m, ClaimMetric)
+    )
+    ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset, columns=columns)
+    estimator = SampleEstimator(metrics, repeats=repeats, check_cache=check_cache)
+    result = Estimate(repeats=repeats)
+    per: dict[str, _Cost] = {}
+    for row in ds.rows():
+        try:
+            sample = to_sample(row, require_contexts=needs_contexts)
+        except InvalidInputError:
+            result.invalid_rows += 1
+            continue
+        result.samples += 1
+        for spec, cost in estimator.estimate(sample).items():
+            acc = per.setdefault(spec, _Cost())
+            acc.calls += cost.calls
+            acc.cached += cost.cached
+            acc.prompt += cost.prompt
+            acc.completion += cost.completion
+            acc.cost += cost.cost
+    judges = {j.info.spec: j for j in estimator.judges()}
+    for spec, acc in per.items():
+        priced = _priced(judges[spec])
+        result.judges[spec] = JudgeEstimate(
+            judge=spec,
+            calls=acc.calls,
+            cached_calls=acc.cached,
+            prompt_tokens=acc.prompt,
+            completion_tokens=acc.completion,
+            cost_usd=acc.cost,
+            priced=priced,
+        )
+        if not priced:
+            result.notes.append(
+                f"{spec} is not in the price table: its cost is counted as $0 "
+                "(pass prices= to the metric to price it)"
+            )
+    result.calls = sum(j.calls for j in result.judges.values())
+    result.cached_calls = sum(j.cached_calls for j in result.judges.values())
+    result.prompt_tokens = sum(j.prompt_tokens for j in result.judges.values())
+    result.completion_tokens = sum(j.completion_tokens for j in result.judges.values())
+    result.cost_usd = sum(j.cost_usd for j in result.judges.values())
+    if estimator.unestimated:
+        result.notes.append(
+            f"not estimated (no estimate for their judge calls): {', '.join(estimator.unestimated)}"
+        )
+    if result.invalid_rows:
+        result.notes.append(f"{result.invalid_rows} invalid rows would fail validation and cost nothing")
+    for judge in estimator.judges():
+        _close_disk(judge)
+    return result
+
+
+def _close_disk(judge: CachingJudge) -> None:
+    """Close the disk cache a look-up opened (it reopens on next use); sync, unlike ``aclose``."""
+    disk = getattr(judge, "_disk", None)
+    if disk is not None:
+        disk.close()
+        judge._disk = None  # noqa: SLF001
