@@ -318,6 +318,8 @@ class SuiteOutcome(BaseModel):
     """Per case, in suite order."""
     judge_usage: Usage = Field(default_factory=Usage)
     """LLM usage of the judge (llm_judge, llm_rubric, g_eval), apart from the model under test."""
+    model_usage: Usage = Field(default_factory=Usage)
+    """Usage of the model under test, as reported by the outputs function (see :func:`run_suite`)."""
 
     @property
     def passed(self) -> int:
@@ -338,18 +340,30 @@ class SuiteOutcome(BaseModel):
 Outputs = Mapping[str, str] | Sequence[str] | Callable[[str], "str | Awaitable[str]"] | None
 
 
-async def _output_for(case: Case, index: int, outputs: Outputs) -> str:
+def _split_usage(value: Any) -> tuple[Any, Usage]:
+    """An outputs function may return ``{"output": str, "usage": {...}}`` to report what it spent."""
+    if isinstance(value, Mapping) and "output" in value:
+        raw = value.get("usage") or {}
+        usage = raw if isinstance(raw, Usage) else Usage(
+            calls=int(raw.get("calls", 1)), prompt_tokens=int(raw.get("prompt_tokens", 0)),
+            completion_tokens=int(raw.get("completion_tokens", 0)), cost_usd=float(raw.get("cost_usd", 0.0)))
+        return value["output"], usage
+    return value, Usage()
+
+
+async def _output_for(case: Case, index: int, outputs: Outputs) -> tuple[str, Usage]:
     if outputs is None:
         if case.output is None:
             raise ConfigError(
                 f"case '{case.id}': no model output (give outputs to run_suite or 'output' in the case)"
             )
-        return case.output
+        return case.output, Usage()
+    usage = Usage()
     if callable(outputs):
         produced = outputs(case.input)
         if inspect.isawaitable(produced):
             produced = await produced
-        value = produced
+        value, usage = _split_usage(produced)
     elif isinstance(outputs, Mapping):
         if case.id not in outputs:
             raise ConfigError(f"case '{case.id}': no output in the outputs mapping")
@@ -360,17 +374,26 @@ async def _output_for(case: Case, index: int, outputs: Outputs) -> str:
         value = outputs[index]
     if not isinstance(value, str):
         raise ConfigError(f"case '{case.id}': the model output must be a string, got {type(value).__name__}")
-    return value
+    return value, usage
 
 
-async def run_suite(suite: Suite, model_outputs: Outputs = None, *, max_concurrency: int = 8) -> SuiteOutcome:
+async def run_suite(
+    suite: Suite, model_outputs: Outputs = None, *, max_concurrency: int = 8, progress: bool | None = None
+) -> SuiteOutcome:
     """Score every case's evaluators on the model outputs, at most ``max_concurrency`` at a time.
+
+    It runs on the pipeline's machinery: judged evaluators that name the same judge share one caching
+    judge (one cache, one concurrency limit, retries, identical requests made once), failures become
+    records through the pipeline's one failure function, and a progress bar is drawn on a terminal.
 
     Args:
         suite: The suite.
         model_outputs: Per case, the model output: a mapping by case id, a list in case order, a
-            function ``input -> output`` (sync or async), or None to use each case's ``output``.
+            function ``input -> output`` (sync or async), or None to use each case's ``output``. The
+            function may return ``{"output": str, "usage": {"prompt_tokens": ..., "completion_tokens":
+            ..., "cost_usd": ...}}``; that usage is reported as ``model_usage``, apart from the judge's.
         max_concurrency: Evaluations (and output calls) in flight at once.
+        progress: True to draw a progress bar on stderr, False not to, None on a terminal only.
 
     Returns:
         Per-case verdicts and results, in suite order, and the judge's usage.
@@ -382,23 +405,38 @@ async def run_suite(suite: Suite, model_outputs: Outputs = None, *, max_concurre
         raise ConfigError(f"run_suite: max_concurrency must be an integer >= 1, got {max_concurrency!r}")
     if isinstance(model_outputs, str):
         raise ConfigError("run_suite: model_outputs must be a mapping, a list or a function, not a string")
+    from ragmetrics.pipeline.progress import ProgressBar
+    from ragmetrics.pipeline.runner import failure_record, share_judges
+
+    judges = share_judges([c.evaluator for case in suite.cases for c in case.evaluators])
+    bar = ProgressBar(len(suite.cases), enabled=progress)
+    finished = failed = 0
     gate = asyncio.Semaphore(max_concurrency)
 
     async def bounded(coro: Awaitable[Any]) -> Any:
         async with gate:
             return await coro
 
-    async def one_case(index: int, case: Case) -> CaseOutcome:
+    async def one_case(index: int, case: Case) -> tuple[CaseOutcome, Usage]:
+        outcome, usage = await score_case(index, case)
+        nonlocal finished, failed
+        finished += 1
+        failed += not outcome.passed
+        bar.update(finished, failed=failed)
+        return outcome, usage
+
+    async def score_case(index: int, case: Case) -> tuple[CaseOutcome, Usage]:
         try:
-            output = await bounded(_output_for(case, index, model_outputs))
+            output, model_usage = await bounded(_output_for(case, index, model_outputs))
         except Exception as exc:  # noqa: BLE001 - one case's failure is recorded, the rest go on
+            record = failure_record(exc, row=index)
             return CaseOutcome(
                 id=case.id,
                 passed=False,
                 passing=case.passing,
                 output=None,
-                errors=[f"model output: {type(exc).__name__}: {shorten(str(exc), 300)}"],
-            )
+                errors=[f"model output: {record.type}: {shorten(record.message, 300)}"],
+            ), Usage()
         settled = await asyncio.gather(
             *(
                 bounded(c.evaluator.evaluate(output, case.reference_for(c), case.input))
@@ -412,17 +450,25 @@ async def run_suite(suite: Suite, model_outputs: Outputs = None, *, max_concurre
             if isinstance(item, MetricResult):
                 results.append(item)
             elif isinstance(item, Exception):
-                errors.append(f"{check.evaluator.name}: {type(item).__name__}: {shorten(str(item), 300)}")
+                record = failure_record(item, metric=check.evaluator.name, row=index)
+                errors.append(f"{check.evaluator.name}: {record.type}: {shorten(record.message, 300)}")
             else:  # a BaseException such as cancellation: let it through
                 raise item  # type: ignore[misc]
         passed = not errors and case.verdict(results) if case.passing == "all" else case.verdict(results)
         return CaseOutcome(
             id=case.id, passed=passed, passing=case.passing, output=output, results=results, errors=errors
-        )
+        ), model_usage
 
-    outcomes = await asyncio.gather(*(one_case(i, c) for i, c in enumerate(suite.cases)))
-    usage = Usage()
-    for outcome in outcomes:
+    try:
+        settled_cases = await asyncio.gather(*(one_case(i, c) for i, c in enumerate(suite.cases)))
+    finally:
+        bar.close()
+        for judge in judges:
+            await judge.inner.aclose()
+    usage = model_usage = Usage()
+    for outcome, spent in settled_cases:
+        model_usage = model_usage + spent
         for result in outcome.results:
             usage = usage + result.usage
-    return SuiteOutcome(name=suite.name, cases=list(outcomes), judge_usage=usage)
+    return SuiteOutcome(name=suite.name, cases=[o for o, _ in settled_cases], judge_usage=usage,
+                        model_usage=model_usage)
