@@ -421,12 +421,13 @@ class Number:
     """The text as it appeared."""
 
 
-def extract_numbers(text: str) -> list[Number]:
+def extract_numbers(text: str, spans: Sequence[tuple[str, int, int]] | None = None) -> list[Number]:
     """Numbers, percentages, years and month names in ``text``, in order of appearance.
 
     Number words from two to twenty, the tens, and ``hundred``/``thousand``/``million``/``billion``
     are read as numbers ("one" is too often a pronoun); ``may`` (and a three-letter month) counts as a
-    month only when a day or year number is next to it.
+    month only when a day or year number is next to it. ``spans`` may pass ``token_spans(text)`` when
+    the caller has it already.
     """
     found: list[tuple[int, Number]] = []
     for m in _NUMERIC.finditer(text):
@@ -442,7 +443,7 @@ def extract_numbers(text: str) -> list[Number]:
         else:
             kind = "number"
         found.append((m.start(), Number(value=value, kind=kind, text=m.group().strip())))
-    tokens = token_spans(text)
+    tokens = token_spans(text) if spans is None else spans
     for i, (tok, start, _) in enumerate(tokens):
         if tok in _NUMBER_WORDS and tok not in ("once", "half"):
             found.append(
@@ -474,7 +475,7 @@ NEGATION_CUES: frozenset[str] = frozenset(
     """
     not no never none nobody nothing nowhere neither nor cannot without
     isn't aren't wasn't weren't don't doesn't didn't haven't hasn't hadn't won't wouldn't can't
-    couldn't shouldn't mustn't needn't ain't n't
+    couldn't shouldn't mustn't needn't ain't n't unlikely unable
     ne pas jamais aucun aucune rien personne sans
     nicht kein keine keinen keinem keiner nie niemals nichts ohne
     nunca ningún ninguna ninguno nada sin

@@ -111,7 +111,7 @@ def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
         raise ConfigError(f"judge spec must be a non-empty string like 'openai:gpt-4o-mini', got {spec!r}")
     text = spec.strip()
     if text == "offline":
-        return JudgeSettings(provider="offline", model="lexical-v1", **options)  # type: ignore[arg-type]
+        return JudgeSettings(provider="offline", model="lexical-v2", **options)  # type: ignore[arg-type]
     provider, sep, rest = text.partition(":")
     if not sep or provider not in ("openai", "anthropic"):
         raise ConfigError(

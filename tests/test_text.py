@@ -165,6 +165,11 @@ def test_negation_cues():
     assert _text.negation_cues(_text.tokenize("I do n't know")) == ["n't"]
     assert _text.negation_cues(_text.tokenize("Er kommt nicht; il ne vient pas")) == ["nicht", "ne", "pas"]
     assert _text.negation_cues(_text.tokenize("it is green")) == []
+    # "unlikely to return" says what "might not return" says
+    assert _text.negation_cues(_text.tokenize("Europe is unlikely to return; he was unable to go")) == [
+        "unlikely",
+        "unable",
+    ]
 
 
 def test_antonyms_are_distinct_lowercase_pairs():

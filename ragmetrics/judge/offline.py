@@ -7,36 +7,48 @@ prompts are not read), the same input always giving the same output.
     Claims are the answer's sentences, cut further at ``;`` and, for English, at clause boundaries
     (``, and`` / ``, but`` / ``, which`` / ``and`` + verb, ...) when every piece keeps two content words,
     and at a participle phrase after a copula (``Python is a compiled language | created in 1991``).
-    A piece that starts with a verb gets the sentence's short subject (``Python was created in 1991``).
-    Leading discourse markers and hedges (``yes,``, ``well``, ``I think``) are trimmed; sentences that
-    assert nothing are not claims: filler ("I hope this helps"), refusals ("I don't know", "As an
-    AI...") and statements about the context ("The context does not mention..."). A question with
-    content words is kept as a claim: it usually presupposes something ("Did you know X was born in
-    1955?"), and the judge cannot tell presupposing questions from rhetorical ones. Relevance: a claim
-    sharing two content stems (or a quarter of them) with the question is ``direct``, one stem or the
-    topic of a direct claim ``supporting``, nothing ``off_topic``; refusals with no direct claim make
-    the answer not address the question.
+    ``, and`` / ``, or`` cut only before a clause (a subject pronoun or a verb), never before the last
+    item of a list (``infections, tumors, or pulmonary nodules``). A piece that starts with a verb gets
+    the sentence's short subject (``Python was created in 1991``). Leading discourse markers and hedges
+    (``yes,``, ``well``, ``I think``) are trimmed; what asserts nothing is not a claim: filler ("I hope
+    this helps"), refusals ("I don't know", "As an AI..."), statements about the context ("The context
+    does not mention...": of such a sentence only the clauses that say something about the world are
+    kept) and bare list numbers ("1."). A question with content words is kept as a claim: it usually
+    presupposes something ("Did you know X was born in 1955?"), and the judge cannot tell presupposing
+    questions from rhetorical ones. Relevance: a claim sharing two content stems (or a quarter of them)
+    with the question is ``direct``, one stem or the topic of a direct claim ``supporting``, nothing
+    ``off_topic``; refusals with no direct claim make the answer not address the question.
 
 ``claims.verify`` (``claims``, ``contexts``)
-    *Support* of a claim: the equal-weight mean of four lexical features, each taken from the context
-    where the mean is highest: content-stem recall against the whole context and against its best
-    three-sentence window, and word-bigram recall against the whole context and that window. A claim
-    is ``supported`` when at least ``CONTENT_THRESHOLD`` of its content stems occur in that context and
-    its support reaches ``SUPPORT_THRESHOLD``; else ``not_found``. It is ``contradicted`` when the
-    aligned context sentence shares most of its other content words (``CONTRADICTION_OVERLAP``) but
-    differs in a number or date, an antonym, or (near-identical statements only, ``NEGATION_OVERLAP``)
-    a negation. A statement about the speaker ("I love snow") is never supported by a context that
-    does not itself speak in the first person. The evidence is the aligned sentence, widened to the
-    neighbours holding more of the claim's words: always an exact substring of the context. The reason
-    names the figures, the missing words and any mismatch flag.
+    Every verdict carries ``support``, the probability that the claim is supported, and faithfulness
+    is then the mean support (the expected share of supported claims). *Raw support* is the
+    equal-weight mean of three recall features against all the contexts taken together (a claim may
+    combine two passages, as a cited sentence often does): the share of the claim's content stems,
+    of all its words (function words included: personal asides and chatter count against it) and of
+    its word pairs (bigrams of stems: the wording and relations, not just the vocabulary) found in the
+    contexts. A claim whose numbers occur in no context loses ``MISMATCH_PENALTY``. Support is the
+    logistic of raw support, centred on ``SUPPORT_CENTRE`` with scale ``SUPPORT_SCALE``; a claim is
+    ``supported`` iff its support is at least 0.5, else ``not_found``. It is ``contradicted`` (support
+    capped at ``CONTRADICTED_SUPPORT``) when the aligned context sentence shares most of its other
+    content words (``CONTRADICTION_OVERLAP``) but differs in a number or date, an antonym, or (near-
+    identical statements only, ``NEGATION_OVERLAP``) a negation of a word the other side states plainly.
+    A statement about the speaker ("I love snow") is never supported by contexts that do not
+    themselves speak in the first person (support capped at ``SPEAKER_SUPPORT``). The evidence is the
+    best-matching three-sentence window's aligned sentence, widened to the neighbours holding more of
+    the claim's words: always an exact substring of one context. The reason names the figures, the
+    missing words and any flag (``antonym compiled vs interpreted``, ``date 1989 vs 1991``,
+    ``negation mismatch``, ``170 not in the contexts``).
 
-The thresholds are round numbers chosen on ``data/faithfulness_dev.jsonl`` (``benchmarks/
-offline_quality.py``); no weights are fitted. On a small grid (content share 0, 0.6, 0.7, 0.75, 0.8
-by support 0.4, 0.5, 0.6) three in four content words with support 0.6 had the best AUROC averaged
-over the two sources and tied for the best overall balanced accuracy; its neighbours are within
-0.01-0.03, which is noise at n=300. Faithfulness built on binary verdicts (supported / all)
-is coarse for one- or two-sentence answers, which bounds its AUROC below that of the continuous
-support: about 0.90 against 0.945 on BEGIN; see the benchmark for all figures.
+The constants are round numbers; no weights are fitted. The features are an equal-weight mean (DESIGN:
+learned weights over-fit at n=300). ``SUPPORT_CENTRE`` = 0.6 is the raw support at which about half
+of the one-claim BEGIN answers of ``data/faithfulness_dev.jsonl`` are faithful (and the previous
+verdict threshold); the scale 0.1 makes raw 0.4 a 12% and raw 0.8 a 90% chance. On those answers the
+support roughly matches the share found faithful, bin by bin: support 0-0.2 holds 9% faithful
+answers, 0.2-0.4 36%, 0.4-0.6 2 of 6, 0.6-0.8 58%, 0.8-1 97%. Neighbouring choices (centre
+0.5-0.65, scale 0.05-0.2, three or four features, caps 0-0.3) move AUROC by about 0.01, which is
+noise at this size. Third-person pronouns and detached clitics (``he``, ``it``, ``'s``, ``elle``)
+are not counted: they stand for something the context names. ``benchmarks/offline_quality.py`` has
+the figures beside two baselines.
 
 Semantic similarity is not used: DESIGN measured that the optional MiniLM model added nothing to
 these lexical features and cost seconds of import and inference, so the judge never loads
@@ -45,6 +57,7 @@ these lexical features and cost seconds of import and inference, so the judge ne
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -60,23 +73,33 @@ from ragmetrics.judge.offline_grading import answer_grading
 from ragmetrics.score import JudgeInfo, Usage
 
 __all__ = [
-    "CONTENT_THRESHOLD",
+    "CONTRADICTED_SUPPORT",
     "CONTRADICTION_OVERLAP",
+    "MISMATCH_PENALTY",
     "MODEL",
     "NEGATION_OVERLAP",
-    "SUPPORT_THRESHOLD",
+    "SPEAKER_SUPPORT",
+    "SUPPORT_CENTRE",
+    "SUPPORT_SCALE",
+    "calibrate",
     "OfflineJudge",
     "answer",
 ]
 
-MODEL = "lexical-v1"
+MODEL = "lexical-v2"
 """The offline judge's model name; bump it when the verdict logic changes (it is part of cache keys)."""
 
-SUPPORT_THRESHOLD = 0.6
-"""Support (mean of the four recall features, minus mismatch penalties) a supported claim needs."""
+SUPPORT_CENTRE = 0.6
+"""Raw support (the mean of the three recall features) at which a claim is as likely supported as not."""
 
-CONTENT_THRESHOLD = 0.75
-"""Share of its content stems a supported claim must find in the context (three in four)."""
+SUPPORT_SCALE = 0.1
+"""Scale of the logistic curve from raw support to probability: raw 0.4 gives 0.12, raw 0.8 gives 0.90."""
+
+CONTRADICTED_SUPPORT = 0.05
+"""The most support a contradicted claim keeps."""
+
+SPEAKER_SUPPORT = 0.1
+"""The most support a statement about the speaker keeps when the contexts do not speak in the first person."""
 
 CONTRADICTION_OVERLAP = 0.6
 """Share of the claim's other content stems the aligned sentence must hold (and at least two) before a
@@ -87,7 +110,7 @@ NEGATION_OVERLAP = 0.8
 must say the same but for the negation."""
 
 MISMATCH_PENALTY = 0.1
-"""Support lost per kind of mismatch flag (number/date, negation, antonym, number absent from the context)."""
+"""Raw support lost by a claim whose numbers are in no context."""
 
 _DIRECT_SHARE = 0.25
 """A claim sharing this share of the question's content stems (or two of them) is ``direct``."""
@@ -100,6 +123,13 @@ _FIRST_PERSON = frozenset(
     "i me my mine myself we us our ours ourselves i'm i've i'd i'll we're we've we'd we'll".split()
 )
 _SPEAKER = _FIRST_PERSON - {"us"}  # "us" is also the country
+_PRONOUNS = frozenset(
+    """he him his she her hers it its they them their theirs he's she's it's they're
+    il elle ils elles er sie es ihm ihn él ella ellos ellas egli essa esso ele ela eles elas
+    hij zij""".split()
+)
+"""Third-person pronouns: they stand for something the context names, so they are not content words
+and the word and word-pair recall of a claim leaves them out."""
 
 _REFUSAL = re.compile(
     r"\b(?:(?:i (?:really )?(?:do not|don't|dont|do n't) know|ich weiß (?:es )?nicht|je ne (?:le )?sais pas"
@@ -190,7 +220,11 @@ def _content_pairs(text: str) -> tuple[tuple[str, str], ...]:
     Citation markers and the stopwords of English and of the text's language are dropped;
     first-person words are kept (a statement about the speaker needs support too).
     """
-    kept = _text.content_tokens(_text.tokenize(_CITATION.sub(" ", text)), keep=_FIRST_PERSON)
+    kept = [
+        t
+        for t in _text.content_tokens(_text.tokenize(_CITATION.sub(" ", text)), keep=_FIRST_PERSON)
+        if t not in _PRONOUNS
+    ]
     return tuple(zip(kept, _text.stems(kept), strict=True))
 
 
@@ -224,6 +258,24 @@ def _participle_cuts(sentence: str) -> list[tuple[int, int]]:
     return cuts
 
 
+_LIST_CONJUNCTIONS = frozenset(("and", "or", "as well as"))
+
+
+def _has_verb(text: str) -> bool:
+    """Whether ``text`` up to its next comma or semicolon reads as a clause, not a list item.
+
+    A clause starts with a subject pronoun or a verb, or holds a common finite verb (``is``,
+    ``became``, ...); a list item (``pulmonary nodules``, ``possibly biopsies``) does neither.
+    """
+    tokens = _text.tokenize(re.split(r"[,;]", text, maxsplit=1)[0])
+    if not tokens:
+        return False
+    first = tokens[0]
+    return (
+        first in _SUBJECTS or (first.endswith("ed") and len(first) > 4) or any(t in _FINITE for t in tokens)
+    )
+
+
 def _clauses(sentence: str, english: bool) -> list[tuple[int, int, bool]]:
     """``(start, end, takes_subject)`` of the clauses of ``sentence``; each keeps two content words.
 
@@ -232,11 +284,14 @@ def _clauses(sentence: str, english: bool) -> list[tuple[int, int, bool]]:
     cuts: list[tuple[int, int, bool]] = []
     breaks = _CLAUSE_BREAK.finditer(sentence) if english else re.finditer(r"\s*[;；]\s*", sentence)
     for m in breaks:
-        if m.group().strip().lower() == "and":
+        word = m.group().strip(" ,").lower()
+        if word == "and":
             after = _text.tokenize(sentence[m.end() : m.end() + 40])
             verb = bool(after) and (after[0] in _FINITE or (after[0].endswith("ed") and len(after[0]) > 4))
             if not (verb or (after and after[0] in _SUBJECTS)):
                 continue  # "A and B": a list, not two clauses
+        elif word in _LIST_CONJUNCTIONS and not _has_verb(sentence[m.end() :]):
+            continue  # "A, B, and C" / "X, or possibly Y": the last item of a list, not a clause
         cuts.append((m.start(), m.end(), not (english and m.groupdict().get("rel"))))
     if english:
         cuts.extend((a, b, True) for a, b in _participle_cuts(sentence))
@@ -276,18 +331,28 @@ def _pieces(answer: str) -> tuple[list[_Piece], int]:
     for s_start, s_end in _text.sentence_spans(answer):
         sentence = answer[s_start:s_end]
         bare = _CITATION.sub("", sentence).strip()
-        if _REFUSAL.search(bare):
+        refusal = bool(_REFUSAL.search(bare))
+        if refusal:
             refusals += 1
-            continue
-        if _FILLER.match(bare) or not _content(bare):
+            if not english:
+                continue
+        elif _FILLER.match(bare) or not _content(bare):
             continue
         start, sentence = _strip_leading(sentence, s_start)
         subject = _subject(sentence) if english else ""
+        refused = [m.span() for m in _REFUSAL.finditer(sentence)] if refusal else []
         for a, b, takes_subject in _clauses(sentence, english):
             raw = sentence[a:b]
             lead = len(raw) - len(raw.lstrip(" ,;:"))
             raw = raw.strip(" ,;:")
-            if not raw or not _content(raw):
+            if not raw or all(c.isdigit() for c in _content(raw)):
+                continue  # nothing, or a bare list number ("1.")
+            if refusal and (  # keep only what the rest of a refusal sentence asserts about the world
+                any(x < b and a < y for x, y in refused)
+                or _FILLER.match(raw)
+                or len([t for t in _content(raw) if t not in _FIRST_PERSON]) < 2
+                or not _SPEAKER.isdisjoint(_text.tokenize(raw))
+            ):
                 continue
             text = _CITATION.sub("", raw).strip()
             if a and subject and takes_subject:
@@ -357,14 +422,26 @@ class _Context:
     first_person: bool = False
 
 
+@dataclass(slots=True)
+class _Pool:
+    """What all the contexts of one request hold together."""
+
+    stems: set[str] = field(default_factory=set)
+    bigrams: set[tuple[str, ...]] = field(default_factory=set)
+    numbers: set[str] = field(default_factory=set)
+
+
 def _prepare(context: str) -> _Context:
     sentences = []
+    all_spans: list[tuple[str, int, int]] = []
     for start, end in _text.sentence_spans(context):
         spans = _text.token_spans(context[start:end])
         tokens = [t for t, _, _ in spans]
         offsets = [(start + a, start + b) for _, a, b in spans]
+        all_spans.extend((t, a, b) for t, (a, b) in zip(tokens, offsets, strict=True))
         sentences.append(_Sentence(start, end, tokens, _text.stems(tokens), offsets))
-    ctx = _Context(context, sentences, numbers={n.value for n in _text.extract_numbers(context)})
+    numbers = {n.value for n in _text.extract_numbers(context, all_spans)}
+    ctx = _Context(context, sentences, numbers=numbers)
     for s in sentences:
         ctx.first_person = ctx.first_person or not _SPEAKER.isdisjoint(s.tokens)
         ctx.stems.update(s.stems)
@@ -377,19 +454,45 @@ def _prepare(context: str) -> _Context:
     return ctx
 
 
+def _pool(contexts: Sequence[_Context]) -> _Pool:
+    pool = _Pool()
+    for ctx in contexts:
+        pool.stems |= ctx.stems
+        pool.bigrams |= ctx.bigrams
+        pool.numbers |= ctx.numbers
+    return pool
+
+
 def _recall(items: Sequence[Any], pool: set[Any]) -> float:
-    return sum(x in pool for x in items) / len(items) if items else 1.0
+    return sum(map(pool.__contains__, items)) / len(items) if items else 1.0
+
+
+def _logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-(x - SUPPORT_CENTRE) / SUPPORT_SCALE))
+
+
+def calibrate(raw: float) -> float:
+    """The probability that a claim is supported, from its raw lexical support ``raw`` in [0, 1].
+
+    A logistic curve centred on :data:`SUPPORT_CENTRE` (the raw support at which a claim is about as
+    likely supported as not) with scale :data:`SUPPORT_SCALE`, stretched so that raw 0 (nothing of the
+    claim in the contexts) gives 0 and raw 1 (every word and word pair of it there) gives 1.
+    """
+    low, high = _logistic(0.0), _logistic(1.0)
+    return min(1.0, max(0.0, (_logistic(raw) - low) / (high - low)))
 
 
 @dataclass(slots=True)
 class _Support:
-    score: float = 0.0
+    raw: float = 0.0
+    """Mean of the three recall features, less the mismatch penalties."""
+    support: float = 0.0
+    """:func:`calibrate` of ``raw``, capped for contradictions and statements about the speaker."""
     context: int | None = None
     window: int = 0
     content: float = 0.0
-    content_local: float = 0.0
+    words: float = 0.0
     bigram: float = 0.0
-    bigram_local: float = 0.0
     n_content: int = 0
     n_found: int = 0
     missing: list[str] = field(default_factory=list)
@@ -404,29 +507,66 @@ def _antonym_stems() -> tuple[tuple[str, str], ...]:
     return tuple((_text.stem(a), _text.stem(b)) for a, b in _text.ANTONYMS)  # on first use: nltk loads lazily
 
 
-def _negated(tokens: Sequence[str]) -> bool:
-    """Whether ``tokens`` hold a negation cue (``not only`` does not negate)."""
-    return any(
-        _text.negation_cues([t]) and not (t == "not" and i + 1 < len(tokens) and tokens[i + 1] == "only")
-        for i, t in enumerate(tokens)
-    )
+_NEGATION_SCOPE = 3
+"""A negation cue negates the content words among the next three tokens (``not that different``)."""
+
+
+def _negated_stems(tokens: Sequence[str], stems: Sequence[str]) -> tuple[set[str], set[str]]:
+    """``(negated, plain)``: content stems in the scope of a negation cue, and those outside any.
+
+    ``not only`` does not negate.
+    """
+    negated: set[str] = set()
+    scope = 0
+    plain: set[str] = set()
+    for i, t in enumerate(tokens):
+        if _text.negation_cues([t]) and not (t == "not" and i + 1 < len(tokens) and tokens[i + 1] == "only"):
+            scope = _NEGATION_SCOPE
+            continue
+        content = t not in _text.STOPWORDS and len(t) > 1
+        if scope:
+            scope -= 1
+            if content:
+                negated.add(stems[i])
+                continue
+        if content:
+            plain.add(stems[i])
+    return negated, plain
+
+
+def _negation_mismatch(claim_tokens: Sequence[str], aligned_tokens: Sequence[str]) -> bool:
+    """Whether one side negates a word that the other states only plainly.
+
+    A word that one side both negates and states plainly (``treatment options ... without
+    treatment``) decides nothing.
+    """
+    c_neg, c_plain = _negated_stems(claim_tokens, _text.stems(claim_tokens))
+    s_neg, s_plain = _negated_stems(aligned_tokens, _text.stems(aligned_tokens))
+    return bool(((c_neg - c_plain) & (s_plain - s_neg)) or ((s_neg - s_plain) & (c_plain - c_neg)))
 
 
 def _mismatches(
-    claim_tokens: list[str], claim_stems: list[str], ctx: _Context, aligned: _Sentence, claim: str
+    claim_tokens: list[str],
+    claim_stems: list[str],
+    ctx: _Context,
+    aligned: _Sentence,
+    claim: str,
+    pool: _Pool,
 ) -> tuple[list[str], set[str], list[str]]:
     """Mismatches between the claim and the part of the aligned sentence that matches it.
 
     Only that region counts (from three tokens before the first word the claim shares with the
     sentence to just after its last; six tokens either way for numbers, which trail their words): a
-    negation or a number elsewhere in a long sentence is about something else.
+    negation or a number elsewhere in a long sentence is about something else. A negation counts
+    only when the word it negates on one side is stated plainly on the other
+    (``not interpreted`` against ``interpreted``).
 
     Returns:
         The flags (``date 1989 vs 1991``, ``antonym compiled vs interpreted``, ``negation mismatch``),
-        the claim stems they involve, and the claim's numbers found nowhere in the context.
+        the claim stems they involve, and the claim's numbers found in no context.
     """
     numbers = _text.extract_numbers(claim)
-    unsupported = [n.text for n in numbers if n.value not in ctx.numbers]
+    unsupported = [n.text for n in numbers if n.value not in pool.numbers]
     claim_set = set(claim_stems)
     hits = [i for i, st in enumerate(aligned.stems) if st in claim_set]
     flags: list[str] = []
@@ -438,12 +578,12 @@ def _mismatches(
     region_numbers = _text.extract_numbers(ctx.text[aligned.offsets[n_lo][0] : aligned.offsets[n_hi - 1][1]])
     for num in numbers:
         rivals = [n for n in region_numbers if n.kind == num.kind and n.value != num.value]
-        if num.value not in ctx.numbers and rivals:
+        if num.value not in pool.numbers and rivals:
             flags.append(
                 f"{'date' if num.kind in ('year', 'month') else 'number'} {num.text} vs {rivals[0].text}"
             )
             involved.update(_text.stems(_text.tokenize(num.text)))
-    if _negated(claim_tokens) != _negated(aligned.tokens[lo:hi]):
+    if _negation_mismatch(claim_tokens, aligned.tokens[lo:hi]):
         flags.append("negation mismatch")
     near = dict(zip(aligned.stems[lo:hi], aligned.tokens[lo:hi], strict=True))
     surface = dict(zip(_text.stems(claim_tokens), claim_tokens, strict=True))
@@ -455,27 +595,33 @@ def _mismatches(
     return flags, involved, unsupported
 
 
-def _support(claim: str, contexts: list[_Context]) -> _Support:
+def _support(claim: str, contexts: list[_Context], pool: _Pool | None = None) -> _Support:
+    """The support of ``claim`` by ``contexts`` (taken together), with its evidence and flags."""
+    if pool is None:
+        pool = _pool(contexts)
     tokens = _text.tokenize(_CITATION.sub(" ", claim))
-    bigrams = _text.ngrams(_text.stems(tokens), 2)
+    stems = _text.stems(tokens)
+    keep = [t not in _PRONOUNS and not t.startswith("'") for t in tokens]  # pronouns and clitics ('s) aside
+    words = [st for st, k in zip(stems, keep, strict=True) if k]
+    bigrams = [(stems[i], stems[i + 1]) for i in range(len(stems) - 1) if keep[i] and keep[i + 1]]
     pairs = _content_pairs(claim)
     content = [s for _, s in pairs]
     best = _Support(n_content=len(content))
+    if not (content or words) or not any(ctx.sentences for ctx in contexts):
+        return best  # nothing to check, or nothing to check against: not found, support 0
+    # the evidence: the three-sentence window sharing most of the claim's content words and word pairs
+    best_local = -1.0
     for j, ctx in enumerate(contexts):
-        if not ctx.sentences:
-            continue
-        local = [
-            (_recall(content, w[0]), _recall(bigrams, w[1]) if bigrams else _recall(content, w[0]))
-            for w in ctx.windows
-        ]
-        k = max(range(len(local)), key=lambda i: (local[i][0] + local[i][1], -i))
-        whole = _recall(content, ctx.stems)
-        feats = (whole, local[k][0], _recall(bigrams, ctx.bigrams) if bigrams else whole, local[k][1])
-        score = sum(feats) / 4
-        if best.context is None or score > best.score:
-            best = _Support(score, j, k, *feats, n_content=len(content))
+        for k, (w_stems, w_bigrams) in enumerate(ctx.windows):
+            local = _recall(content, w_stems) + (_recall(bigrams, w_bigrams) if bigrams else 0.0)
+            if local > best_local:
+                best_local, best.context, best.window = local, j, k
     if best.context is None:
         return best
+    best.content = _recall(content, pool.stems)
+    best.words = _recall(words, pool.stems)
+    best.bigram = _recall(bigrams, pool.bigrams) if bigrams else best.words
+    raw = (best.content + best.words + best.bigram) / 3
     ctx = contexts[best.context]
     content_set = set(content)
     # the aligned sentence: the one of the best window sharing most claim words (the centre on ties)
@@ -493,9 +639,9 @@ def _support(claim: str, contexts: list[_Context]) -> _Support:
             covered |= content_set & set(ctx.sentences[nb].stems)
     sents.sort(key=lambda s: s.start)
     best.evidence = (sents[0].start, sents[-1].end)
-    best.n_found = sum(s in ctx.stems for s in content)
-    best.missing = sorted({w for w, s in pairs if s not in ctx.stems})
-    flags, involved, unsupported = _mismatches(tokens, content, ctx, aligned, claim)
+    best.n_found = sum(s in pool.stems for s in content)
+    best.missing = sorted({w for w, s in pairs if s not in pool.stems})
+    flags, involved, unsupported = _mismatches(tokens, content, ctx, aligned, claim, pool)
     others = [c for c in content if c not in involved]
     shared = sum(c in set(aligned.stems) for c in others)
     overlap = shared / len(others) if others else 0.0
@@ -505,10 +651,17 @@ def _support(claim: str, contexts: list[_Context]) -> _Support:
         flags.remove("negation mismatch")
     best.contradiction = bool(flags)
     if unsupported and not any(f.startswith(("number", "date")) for f in flags):
-        flags.append(f"{', '.join(unsupported[:3])} not in the context")
+        flags.append(f"{', '.join(unsupported[:3])} not in the contexts")
+        raw -= MISMATCH_PENALTY
     best.flags = flags
-    best.score = max(0.0, best.score - MISMATCH_PENALTY * len(flags))
+    best.raw = max(0.0, raw)
+    best.support = calibrate(best.raw)
     best.speaker = not ctx.first_person and not _SPEAKER.isdisjoint(tokens)
+    if best.contradiction:
+        best.support = min(best.support, CONTRADICTED_SUPPORT)
+    elif best.speaker:
+        best.support = min(best.support, SPEAKER_SUPPORT)
+    best.support = round(best.support, 4)
     return best
 
 
@@ -517,57 +670,61 @@ def _pct(x: float) -> str:
 
 
 def _verdict(i: int, sup: _Support, contexts: list[_Context]) -> dict[str, Any]:
-    """The verdict on claim ``i``, with its evidence and a one-line reason naming the figures."""
+    """The verdict on claim ``i``, with its support, evidence and a one-line reason naming the figures."""
     if sup.context is None:
-        why = (
-            "no context to check against"
-            if not any(c.sentences for c in contexts)
-            else "no content words to check"
-        )
+        why = "no context to check against" if not any(c.sentences for c in contexts) else "no words to check"
         return {
             "claim": i,
             "verdict": "not_found",
             "context": None,
             "evidence": "",
             "reason": f"not found: {why}",
+            "support": 0.0,
         }
     figures = (
-        f"{sup.n_found}/{sup.n_content} content words and {_pct(sup.bigram)} of word pairs in context "
-        f"{sup.context}, support {sup.score:.2f}"
+        f"{sup.n_found}/{sup.n_content} content words, {_pct(sup.words)} of words and {_pct(sup.bigram)} of "
+        f"word pairs in the contexts; support {sup.support:.2f}"
     )
     found = {
         "claim": i,
         "context": sup.context,
         "evidence": contexts[sup.context].text[sup.evidence[0] : sup.evidence[1]],
+        "support": sup.support,
     }
+    flags = f"; flags: {'; '.join(sup.flags)}" if sup.flags else ""
     if sup.contradiction:
         return {
             **found,
             "verdict": "contradicted",
-            "reason": f"contradicted: {'; '.join(sup.flags)} ({figures})",
+            "reason": f"contradicted: {'; '.join(sup.flags)} (context {sup.context}; {figures})",
         }
-    flags = f"; flags: {'; '.join(sup.flags)}" if sup.flags else ""
     missing = f"; missing: {', '.join(sup.missing[:6])}" if sup.missing else ""
     if sup.speaker:
-        why = "a statement about the speaker ('I', 'my', 'we'), which the context does not make"
-    elif sup.content < CONTENT_THRESHOLD:
-        why = f"too few content words found (< {_pct(CONTENT_THRESHOLD)})"
-    elif sup.score < SUPPORT_THRESHOLD:
-        why = f"support below {SUPPORT_THRESHOLD}"
+        why = "a statement about the speaker ('I', 'my', 'we'), which the contexts do not make"
+    elif sup.support < 0.5:
+        why = "too little of it is in the contexts"
     else:
-        return {**found, "verdict": "supported", "reason": f"supported: {figures}{missing}{flags}"}
+        return {
+            **found,
+            "verdict": "supported",
+            "reason": f"supported: best match in context {sup.context}; {figures}{missing}{flags}",
+        }
     return {
         "claim": i,
         "verdict": "not_found",
         "context": None,
         "evidence": "",
         "reason": f"not found: {why} ({figures}{missing}{flags})",
+        "support": sup.support,
     }
 
 
 def _verify(claims: Sequence[str], contexts: Sequence[str]) -> dict[str, Any]:
     prepared = [_prepare(c or "") for c in contexts]
-    return {"verdicts": [_verdict(i, _support(c or "", prepared), prepared) for i, c in enumerate(claims)]}
+    pool = _pool(prepared)
+    return {
+        "verdicts": [_verdict(i, _support(c or "", prepared, pool), prepared) for i, c in enumerate(claims)]
+    }
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ the validation context ``{"n_claims": int, "n_contexts": int}`` so that instruct
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, model_validator
@@ -35,9 +36,16 @@ class LeanSchema(BaseModel):
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: D102
-        schema = _strip(super().model_json_schema(*args, **kwargs))
-        schema["title"] = cls.__name__  # the tool / function name
-        return schema
+        if args or kwargs:
+            schema = _strip(super().model_json_schema(*args, **kwargs))
+            schema["title"] = cls.__name__
+            return schema
+        cached = cls.__dict__.get("_lean_schema_cache")
+        if cached is None:  # built once per class: instructor asks for it on every request
+            cached = _strip(super().model_json_schema())
+            cached["title"] = cls.__name__  # the tool / function name
+            type.__setattr__(cls, "_lean_schema_cache", cached)
+        return copy.deepcopy(cached)
 
 
 class ExtractedClaim(LeanSchema):

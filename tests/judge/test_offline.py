@@ -5,9 +5,18 @@ import sys
 
 import pytest
 
+from ragmetrics import FaithfulnessMetric
 from ragmetrics.errors import JudgeOutputError
 from ragmetrics.judge.base import Judge, JudgeRequest
-from ragmetrics.judge.offline import MODEL, OfflineJudge, answer
+from ragmetrics.judge.offline import (
+    CONTRADICTED_SUPPORT,
+    MODEL,
+    SPEAKER_SUPPORT,
+    SUPPORT_CENTRE,
+    OfflineJudge,
+    answer,
+    calibrate,
+)
 from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
 
 SEED_ANSWER = "Python is a compiled language created in 1991."
@@ -23,10 +32,20 @@ def verify(claims: list[str], contexts: list[str]) -> list[dict]:
 
 
 def faithfulness(answer_text: str, contexts: list[str], question: str | None = None) -> float:
+    """Share of supported claims (the verdicts alone, as an LLM judge's would be counted)."""
     claims = [c["text"] for c in extract(answer_text, question)["claims"]]
     if not claims:
         return 1.0
     return sum(v["verdict"] == "supported" for v in verify(claims, contexts)) / len(claims)
+
+
+def check_support(verdict: dict) -> None:
+    """The support of a verdict is a probability that agrees with the verdict."""
+    support = verdict["support"]
+    assert isinstance(support, float) and 0.0 <= support <= 1.0
+    assert (verdict["verdict"] == "supported") == (support >= 0.5)
+    if verdict["verdict"] == "contradicted":
+        assert support <= CONTRADICTED_SUPPORT <= 0.1
 
 
 # -- the seed case -----------------------------------------------------------------------------------
@@ -136,9 +155,13 @@ def test_no_contexts_and_no_claims():
         "context": None,
         "evidence": "",
         "reason": "not found: no context to check against",
+        "support": 0.0,
     }
     (verdict,) = verify(["Python was created in 1991."], ["", "   "])
     assert verdict["verdict"] == "not_found"
+    (verdict,) = verify(["...", ""], [SEED_CONTEXT])[:1]
+    assert verdict["verdict"] == "not_found" and verdict["support"] == 0.0
+    assert verdict["reason"] == "not found: no words to check"
 
 
 def test_one_verdict_per_claim_in_order():
@@ -146,6 +169,165 @@ def test_one_verdict_per_claim_in_order():
     verdicts = verify(claims, [SEED_CONTEXT])
     assert [v["claim"] for v in verdicts] == [0, 1, 2]
     assert [v["verdict"] for v in verdicts] == ["supported", "not_found", "supported"]
+
+
+# -- support probabilities -------------------------------------------------------------------------
+
+
+SUPPORT_CASES = [
+    (["Python is a compiled language", "Python was created in 1991."], [SEED_CONTEXT]),
+    (["Python was created in 1989.", "Python is not an interpreted language."], [SEED_CONTEXT]),
+    (["Bananas are a good source of potassium.", "I love Python, created in 1991."], [SEED_CONTEXT]),
+    (
+        [
+            "It was completed in 1889 for the World's Fair.",
+            "It is 330 metres tall.",
+            "It is 400 metres tall.",
+        ],
+        [
+            "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair. "
+            "It is 330 metres tall."
+        ],
+    ),
+    (["Guido van Rossum created Python.", "Python is popular.", "Python"], [SEED_CONTEXT, "", "Python."]),
+]
+
+
+@pytest.mark.parametrize(("claims", "contexts"), SUPPORT_CASES)
+def test_every_verdict_carries_a_support_probability_that_agrees_with_it(claims, contexts):
+    verdicts = verify(claims, contexts)
+    assert len(verdicts) == len(claims)
+    for verdict in verdicts:
+        check_support(verdict)
+
+
+def test_support_ranks_claims_by_how_much_of_them_the_context_holds():
+    copied, paraphrased, partly, unrelated = verify(
+        [
+            "Python is an interpreted language created by Guido van Rossum in 1991.",
+            "Guido van Rossum made the Python language.",
+            "Python was created by Guido van Rossum at a research institute in Amsterdam.",
+            "Bananas are a good source of potassium.",
+        ],
+        [SEED_CONTEXT],
+    )
+    assert copied["support"] > 0.95 and copied["verdict"] == "supported"
+    assert copied["support"] > paraphrased["support"] > unrelated["support"]
+    assert copied["support"] > partly["support"] > unrelated["support"]
+    assert unrelated["support"] < 0.05 and unrelated["verdict"] == "not_found"
+
+
+def test_contradicted_claims_get_low_support_and_name_the_flag():
+    compiled, year, negated = verify(
+        [
+            "Python is a compiled language",
+            "Python was created in 1989.",
+            "Python is not an interpreted language.",
+        ],
+        [SEED_CONTEXT],
+    )
+    for verdict, flag in (
+        (compiled, "antonym compiled vs interpreted"),
+        (year, "date 1989 vs 1991"),
+        (negated, "negation mismatch"),
+    ):
+        assert verdict["verdict"] == "contradicted"
+        assert verdict["support"] <= CONTRADICTED_SUPPORT
+        assert flag in verdict["reason"]
+
+
+def test_statements_about_the_speaker_stay_below_the_cap():
+    (verdict,) = verify(["I love Python, created in 1991."], [SEED_CONTEXT])
+    assert verdict["verdict"] == "not_found" and verdict["support"] <= SPEAKER_SUPPORT
+
+
+def test_a_number_in_no_context_is_a_flag_and_a_penalty():
+    context = "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair."
+    plain, with_number = verify(
+        ["The Eiffel Tower is in Paris.", "The Eiffel Tower is in Paris 75."], [context]
+    )
+    assert "75 not in the contexts" in with_number["reason"]
+    assert with_number["support"] < plain["support"]
+
+
+def test_a_claim_may_combine_two_contexts():
+    contexts = ["Marie Curie was born in Warsaw.", "Marie Curie won two Nobel Prizes."]
+    (verdict,) = verify(["Marie Curie was born in Warsaw and won two Nobel Prizes."], contexts)
+    assert verdict["verdict"] == "supported"
+    assert verdict["evidence"] in contexts[verdict["context"]]
+
+
+def test_calibration_is_a_monotone_probability_centred_on_the_documented_raw_support():
+    assert calibrate(SUPPORT_CENTRE) == pytest.approx(0.5, abs=0.01)
+    values = [calibrate(x / 20) for x in range(21)]
+    assert values == sorted(values) and len(set(values)) == len(values)
+    assert values[0] == 0.0 and values[-1] == 1.0
+    assert calibrate(0.4) < 0.15 and calibrate(0.8) > 0.85
+
+
+@pytest.mark.parametrize(
+    ("claim", "context"),
+    [
+        # the negated word is something else
+        (
+            "The volume is length times width times depth.",
+            "Fourth grave: length 182 meters, width 10 meters, depth not stated. "
+            "The volume is length times width.",
+        ),
+        # "treatment" is stated plainly too, so "without immediate treatment" decides nothing
+        (
+            "Options include surgery, radiation therapy and active surveillance as a treatment.",
+            "Treatment options include surgery, radiation therapy or active surveillance without immediate "
+            "treatment.",
+        ),
+        # "unlikely to return" is what "might not return" says
+        (
+            "Europe might not return to the prewar status quo.",
+            "Experts say Europe is unlikely to return to the prewar status quo.",
+        ),
+    ],
+)
+def test_negation_counts_only_when_the_negated_word_is_stated_plainly_on_the_other_side(claim, context):
+    (verdict,) = verify([claim], [context])
+    assert verdict["verdict"] != "contradicted", verdict["reason"]
+    assert "negation" not in verdict["reason"]
+
+
+def test_negation_of_the_same_statement_still_contradicts():
+    (verdict,) = verify(
+        ["In Europe, the situation is different."],
+        ["In Europe, the situation is in principle not that different."],
+    )
+    assert verdict["verdict"] == "contradicted" and "negation mismatch" in verdict["reason"]
+
+
+def test_the_seed_example_through_the_metric():
+    result = FaithfulnessMetric(llm="offline", cache=False).evaluate_sync(
+        question="What is Python?", answer=SEED_ANSWER, contexts=[SEED_CONTEXT]
+    )
+    assert result.status == "ok" and result.details.get("soft")
+    assert 0.0 < result.score < 1.0
+    compiled, created = result.claims
+    assert compiled.verdict == "contradicted" and compiled.support <= CONTRADICTED_SUPPORT
+    assert "compiled vs interpreted" in compiled.reason
+    assert created.verdict == "supported" and created.support >= 0.5
+    assert result.score == pytest.approx((compiled.support + created.support) / 2)
+    assert "Contradicted" in result.reasoning and "compiled" in result.reasoning
+
+
+def test_verification_is_deterministic_across_processes():
+    code = (
+        "import json; from ragmetrics.judge.offline import answer; "
+        f"print(json.dumps(answer('claims.verify', {{'claims': ['Python is a compiled language', "
+        f"'Python was created in 1991.', 'It is popular.'], 'contexts': [{SEED_CONTEXT!r}]}}), "
+        "sort_keys=True))"
+    )
+    runs = {
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+        for _ in range(2)
+    }
+    assert len(runs) == 1
+    assert '"support"' in runs.pop()
 
 
 # -- extraction ------------------------------------------------------------------------------------
@@ -210,6 +392,34 @@ def test_clause_split_keeps_spans_verbatim_and_adds_the_subject():
 def test_lists_are_not_split_into_fragments():
     claims = extract("He played for Monaco, Juventus, Barcelona and New York Red Bulls.")["claims"]
     assert len(claims) == 1
+    for text in (
+        "Dark spots can indicate various conditions, including infections, tumors, or pulmonary nodules.",
+        "Supplies that need approval include devices, diagnostic tools, and protective equipment (PPE).",
+    ):
+        assert [c["text"] for c in extract(text)["claims"]] == [text]
+    claims = extract("Heartbreak Hotel was released in 1956, and it became a number one hit.")["claims"]
+    assert [c["text"] for c in claims] == [
+        "Heartbreak Hotel was released in 1956",
+        "it became a number one hit.",
+    ]
+
+
+def test_a_refusal_sentence_keeps_the_clause_that_asserts_something():
+    text = (
+        "This time frame could vary in California, but the exact duration is not specified in the given "
+        "context [1]."
+    )
+    result = extract(text, question="What is the time frame in California?")
+    assert [c["text"] for c in result["claims"]] == ["This time frame could vary in California"]
+    assert result["claims"][0]["span"] in text
+    assert result["addresses_question"] == "partially"
+
+
+def test_bare_list_numbers_are_not_claims():
+    result = extract("The steps are simple.\n\n1. Mix the flour and water.\n2.\nBake it for 20 minutes.")
+    texts = [c["text"] for c in result["claims"]]
+    assert "2." not in texts and "1." not in texts
+    assert any("Bake" in t for t in texts)
 
 
 @pytest.mark.parametrize(
