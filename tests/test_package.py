@@ -129,5 +129,7 @@ def test_no_module_imports_a_layer_above_it():
 
 @pytest.mark.skipif(not os.environ.get("CI"), reason="CI proves the packaging with a non-editable install")
 def test_ci_tests_the_installed_wheel_not_the_checkout():
-    assert ROOT not in Path(ragmetrics.__file__).resolve().parents, ragmetrics.__file__
+    installed = Path(ragmetrics.__file__).resolve()
+    assert "site-packages" in installed.parts, installed
+    assert (ROOT / "ragmetrics") not in installed.parents, installed
     assert (Path(ragmetrics.__file__).parent / "prompts" / "manifest.json").is_file()
