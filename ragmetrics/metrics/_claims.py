@@ -24,7 +24,8 @@ from rapidfuzz import fuzz
 from ragmetrics._aio import run_sync
 from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError, NoScoreError
-from ragmetrics.judge import CachingJudge, Judge, JudgeReply, JudgeRequest, Message, resolve_judge
+from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
+from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification, VerifiedClaim
 from ragmetrics.metrics.base import check_threshold, passed_at
 from ragmetrics.prompting import load_prompt, numbered_blocks, render
@@ -202,7 +203,7 @@ async def run_claims(judge: Judge, sample: Sample, *, verify: bool, budget_token
     return ClaimsOutcome(extraction, verdicts, usage, chunks=len(chunks))
 
 
-class ClaimMetric:
+class ClaimMetric(JudgeHolder):
     """Base of the claim-based RAG metrics: judge resolution, input checks, failure records, sync twins."""
 
     name: ClassVar[str] = "claim_metric"
@@ -237,38 +238,10 @@ class ClaimMetric:
         if not isinstance(context_budget_tokens, int) or context_budget_tokens < 64:
             raise ConfigError(f"{type(self).__name__}: context_budget_tokens must be an int >= 64")
         self.context_budget_tokens = context_budget_tokens
-        if llm is not None and not isinstance(llm, (str, Judge)):
-            raise ConfigError(f"{type(self).__name__}: llm must be a judge spec string or a Judge, got "
-                              f"{type(llm).__name__}")
-        if isinstance(llm, str):
-            from ragmetrics.settings import parse_judge_spec
-
-            parse_judge_spec(llm, **{k: v for k, v in judge_options.items() if k != "prices"})
-        self._llm = llm
-        self._cache = cache
-        self._judge_options = judge_options
-        self._judge: CachingJudge | None = None
+        self._init_judge(type(self).__name__, llm, cache, judge_options)
 
     def __repr__(self) -> str:
-        spec = self._llm if isinstance(self._llm, str) else getattr(getattr(self._llm, "info", None), "spec", None)
-        return f"{type(self).__name__}(llm={spec!r}, threshold={self.threshold})"
-
-    @property
-    def judge(self) -> CachingJudge:
-        """The caching judge (resolved on first use: this is when a missing API key is reported)."""
-        if self._judge is None:
-            self._judge = resolve_judge(self._llm, cache=self._cache, **self._judge_options)
-        return self._judge
-
-    def judge_key(self) -> tuple[object, ...]:
-        """What identifies this metric's judge: metrics with equal keys can share one judge object."""
-        llm = self._llm if self._llm is None or isinstance(self._llm, str) else id(self._llm)
-        cache = str(self._cache) if not isinstance(self._cache, bool) else self._cache
-        return (llm, cache, tuple(sorted((k, repr(v)) for k, v in self._judge_options.items())))
-
-    def use_judge(self, judge: CachingJudge) -> None:
-        """Share ``judge`` with other metrics (the pipeline does this so claims are extracted once)."""
-        self._judge = judge
+        return f"{type(self).__name__}(llm={self._judge_spec()!r}, threshold={self.threshold})"
 
     # -- public API ---------------------------------------------------------------------------------
     async def evaluate(

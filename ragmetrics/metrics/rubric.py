@@ -30,7 +30,7 @@ from typing import Any
 
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
-from ragmetrics.judge import CachingJudge, Judge, JudgeReply, JudgeRequest, Message, resolve_judge
+from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
 from ragmetrics.metrics._rubric_schemas import (
     EvaluationSteps,
     GEvalGrade,
@@ -39,6 +39,7 @@ from ragmetrics.metrics._rubric_schemas import (
     RubricGrade,
     parse_rating,
 )
+from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics.evaluators import Evaluator, Scored, judge_failure, package_version
 from ragmetrics.prompting import Prompt, Raw, escape, load_prompt, numbered_blocks, render
 from ragmetrics.score import MetricResult, Usage
@@ -96,7 +97,7 @@ def _messages(system: Prompt, user: str) -> tuple[Message, ...]:
     return (Message(role="system", content=system.text.strip()), Message(role="user", content=user))
 
 
-class _JudgedEvaluator(Evaluator):
+class _JudgedEvaluator(Evaluator, JudgeHolder):
     """Judge resolution (lazy, cached), sharing with the pipeline, and the sync twin that closes clients."""
 
     _prompt_ids: tuple[str, ...] = ()
@@ -111,35 +112,7 @@ class _JudgedEvaluator(Evaluator):
         judge_options: dict[str, Any],
     ) -> None:
         super().__init__(threshold=threshold, negate=negate)
-        if llm is not None and not isinstance(llm, (str, Judge)):
-            raise ConfigError(
-                f"{self.name}: llm must be a judge spec string or a Judge, got {type(llm).__name__}"
-            )
-        if isinstance(llm, str):
-            from ragmetrics.settings import parse_judge_spec
-
-            parse_judge_spec(llm, **{k: v for k, v in judge_options.items() if k != "prices"})
-        self._llm = llm
-        self._cache = cache
-        self._judge_options = judge_options
-        self._judge: CachingJudge | None = None
-
-    @property
-    def judge(self) -> CachingJudge:
-        """The caching judge, resolved on first use (when a missing API key is reported)."""
-        if self._judge is None:
-            self._judge = resolve_judge(self._llm, cache=self._cache, **self._judge_options)
-        return self._judge
-
-    def judge_key(self) -> tuple[object, ...]:
-        """What identifies this evaluator's judge: equal keys can share one judge object."""
-        llm = self._llm if self._llm is None or isinstance(self._llm, str) else id(self._llm)
-        cache = str(self._cache) if not isinstance(self._cache, bool) else self._cache
-        return (llm, cache, tuple(sorted((k, repr(v)) for k, v in self._judge_options.items())))
-
-    def use_judge(self, judge: CachingJudge) -> None:
-        """Share ``judge`` with other metrics (the pipeline does this)."""
-        self._judge = judge
+        self._init_judge(self.name, llm, cache, judge_options)
 
     def evaluate_sync(self, prediction: str, reference: Any = "", input: str = "") -> MetricResult:  # noqa: A002
         """Blocking twin of :meth:`evaluate`; closes the judge's HTTP clients before returning."""
