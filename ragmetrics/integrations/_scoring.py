@@ -37,7 +37,7 @@ from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.pipeline import ErrorRecord, EvaluationPipeline, EvaluationResult, failure_record
 from ragmetrics.sample import Sample
 
-__all__ = ["BackgroundScorer", "Capture", "RunResult", "json_safe"]
+__all__ = ["BackgroundScorer", "Capture", "RunResult", "ScoredHandler", "json_safe"]
 
 logger = logging.getLogger("ragmetrics.integrations")
 
@@ -491,3 +491,39 @@ def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
+
+
+class ScoredHandler:
+    """The results side of both handlers: records, waiting for them, closing. Needs ``self._scorer``."""
+
+    _scorer: Any
+
+    @property
+    def results(self) -> list[RunResult]:
+        """One record per finished top-level run or query (scored, failed or skipped), in finishing order."""
+        return self._scorer.results
+
+    @property
+    def pending(self) -> int:
+        """Finished runs whose record is not ready yet."""
+        return self._scorer.pending
+
+    async def flush(self, timeout: float | None = None) -> list[RunResult]:
+        """Wait until every run finished so far is recorded; return all records.
+
+        Raises:
+            TimeoutError: ``timeout`` seconds passed first.
+        """
+        return await self._scorer.flush(timeout)
+
+    def flush_sync(self, timeout: float | None = None) -> list[RunResult]:
+        """Blocking twin of :meth:`flush` for sync apps (in async code, ``await flush()``)."""
+        return self._scorer.flush_sync(timeout)
+
+    async def aclose(self, timeout: float | None = None) -> list[RunResult]:
+        """Flush and stop the background scoring thread, if one was started; return all records."""
+        return await self._scorer.aclose(timeout)
+
+    def close(self, timeout: float | None = None) -> list[RunResult]:
+        """Blocking twin of :meth:`aclose`."""
+        return self._scorer.close(timeout)

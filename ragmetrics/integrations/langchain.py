@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from ragmetrics.errors import MissingDependencyError, shorten
-from ragmetrics.integrations._scoring import BackgroundScorer, Capture, RunResult, json_safe
+from ragmetrics.integrations._scoring import BackgroundScorer, Capture, RunResult, ScoredHandler, json_safe
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler as _HandlerBase
@@ -174,7 +174,7 @@ def _guarded(what: str) -> Callable[[_F], _F]:
     return wrap
 
 
-class RagMetricsCallbackHandler(_HandlerBase):  # type: ignore[misc, valid-type]
+class RagMetricsCallbackHandler(_HandlerBase, ScoredHandler):  # type: ignore[misc, valid-type]
     """Scores each top-level run of a LangChain RAG app with ragmetrics metrics, in the background.
 
     Pass it in ``config={"callbacks": [handler]}`` (or to a runnable's ``with_config``). It works in sync
@@ -234,36 +234,7 @@ class RagMetricsCallbackHandler(_HandlerBase):  # type: ignore[misc, valid-type]
         names = [getattr(m, "name", type(m).__name__) for m in self._scorer.metrics]
         return f"RagMetricsCallbackHandler(metrics={names}, results={len(self._scorer.results)})"
 
-    # -- results -------------------------------------------------------------------------------------
-    @property
-    def results(self) -> list[RunResult]:
-        """One record per finished top-level run (scored, failed or skipped), in the order they finished."""
-        return self._scorer.results
-
-    @property
-    def pending(self) -> int:
-        """Finished runs whose record is not ready yet."""
-        return self._scorer.pending
-
-    async def flush(self, timeout: float | None = None) -> list[RunResult]:
-        """Wait until every run finished so far is recorded; return all records.
-
-        Raises:
-            TimeoutError: ``timeout`` seconds passed first.
-        """
-        return await self._scorer.flush(timeout)
-
-    def flush_sync(self, timeout: float | None = None) -> list[RunResult]:
-        """Blocking twin of :meth:`flush` for sync apps (in async code, ``await flush()``)."""
-        return self._scorer.flush_sync(timeout)
-
-    async def aclose(self, timeout: float | None = None) -> list[RunResult]:
-        """Flush and stop the background scoring thread, if one was started; return all records."""
-        return await self._scorer.aclose(timeout)
-
-    def close(self, timeout: float | None = None) -> list[RunResult]:
-        """Blocking twin of :meth:`aclose`."""
-        return self._scorer.close(timeout)
+    # results, flush, close: from ScoredHandler
 
     # -- run bookkeeping -----------------------------------------------------------------------------------
     def _start(

@@ -44,7 +44,7 @@ from pydantic import PrivateAttr
 
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
-from ragmetrics.integrations._scoring import BackgroundScorer, Capture, RunResult, json_safe
+from ragmetrics.integrations._scoring import BackgroundScorer, Capture, RunResult, ScoredHandler, json_safe
 from ragmetrics.metrics.base import check_threshold, passed_at
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult
@@ -263,7 +263,7 @@ def _span_name(span_id: str) -> str:
     return span_id.split("-", 1)[0]
 
 
-class RagMetricsEventHandler(_EventHandlerBase):  # type: ignore[misc, valid-type]
+class RagMetricsEventHandler(_EventHandlerBase, ScoredHandler):  # type: ignore[misc, valid-type]
     """Scores each query of a LlamaIndex query engine with ragmetrics metrics, in the background.
 
     Attach it with :meth:`attach` (or ``get_dispatcher().add_event_handler(handler)``), detach it with
@@ -346,36 +346,7 @@ class RagMetricsEventHandler(_EventHandlerBase):  # type: ignore[misc, valid-typ
         if not any(h is self._tracker for h in root.span_handlers):
             root.add_span_handler(self._tracker)
 
-    # -- results ---------------------------------------------------------------------------------------
-    @property
-    def results(self) -> list[RunResult]:
-        """One record per finished query (scored, failed or skipped), in the order they finished."""
-        return self._scorer.results
-
-    @property
-    def pending(self) -> int:
-        """Finished queries whose record is not ready yet."""
-        return self._scorer.pending
-
-    async def flush(self, timeout: float | None = None) -> list[RunResult]:
-        """Wait until every query finished so far is recorded; return all records.
-
-        Raises:
-            TimeoutError: ``timeout`` seconds passed first.
-        """
-        return await self._scorer.flush(timeout)
-
-    def flush_sync(self, timeout: float | None = None) -> list[RunResult]:
-        """Blocking twin of :meth:`flush` for sync apps (in async code, ``await flush()``)."""
-        return self._scorer.flush_sync(timeout)
-
-    async def aclose(self, timeout: float | None = None) -> list[RunResult]:
-        """Flush and stop the background scoring thread, if one was started; return all records."""
-        return await self._scorer.aclose(timeout)
-
-    def close(self, timeout: float | None = None) -> list[RunResult]:
-        """Blocking twin of :meth:`aclose`."""
-        return self._scorer.close(timeout)
+    # results, flush, close: from ScoredHandler
 
     # -- events ----------------------------------------------------------------------------------------
     def handle(self, event: Any, **kwargs: Any) -> None:
