@@ -11,8 +11,10 @@ The :class:`Embedder` seam is one async call, ``embed(texts) -> vectors``. Three
   it). Nothing is downloaded at run time.
 
 :func:`resolve_embedder` turns a config spec (``fake``, ``local``, ``openai:MODEL[@BASE_URL]``) into one.
-The evaluator memoises vectors per text (an in-process LRU), so a text shared by many cases is embedded
-once per evaluator.
+The evaluator wraps its embedder in a :class:`~ragmetrics.metrics._embedding_cache.CachingEmbedder`: an
+in-process memo, single-flight of identical texts and, by default, a disk cache under
+``default_cache_dir() / "embeddings"`` keyed by the embedder's ``cache_identity`` (provider, model, base
+URL, dimensions) and the text, never an API key. A text is embedded once, across runs too.
 """
 
 from __future__ import annotations
@@ -22,14 +24,17 @@ import importlib.util
 import math
 import threading
 import zlib
-from collections import OrderedDict
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ragmetrics.errors import ConfigError, JudgeError, MissingDependencyError
+from ragmetrics.metrics._embedding_cache import CachingEmbedder, EmbeddingCountError
 from ragmetrics.metrics.base import check_threshold
 from ragmetrics.metrics.evaluators import Evaluator, Scored, judge_failure
+from ragmetrics.score import Usage
 
 __all__ = [
+    "CachingEmbedder",
     "CosineSimilarityEvaluator",
     "Embedder",
     "EmbeddingDistanceEvaluator",
@@ -82,6 +87,11 @@ class FakeEmbeddings:
     def name(self) -> str:
         """Identity of the vectors (enters signatures)."""
         return f"fake:{self.dim}:{self.ngram}"
+
+    @property
+    def cache_identity(self) -> None:
+        """None: free and deterministic, so never written to the disk cache."""
+        return None
 
     def vector(self, text: str) -> list[float]:
         """The embedding of one text."""
@@ -180,6 +190,16 @@ class OpenAIEmbeddings:
         """Identity of the vectors (enters signatures)."""
         return f"openai:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
+    @property
+    def cache_identity(self) -> dict[str, Any]:
+        """What names the vectors in the embedding cache key (never the API key)."""
+        return {
+            "provider": "openai",
+            "model": self.model,
+            "base_url": self.base_url,
+            "dimensions": self.dimensions,
+        }
+
     def _get_client(self) -> Any:
         if self._client is None:
             try:
@@ -200,6 +220,15 @@ class OpenAIEmbeddings:
         Raises:
             JudgeError: The request failed (rate limit, timeout, HTTP error, connection).
         """
+        vectors, _ = await self.embed_with_usage(texts)
+        return vectors
+
+    async def embed_with_usage(self, texts: list[str]) -> tuple[list[list[float]], Usage]:
+        """Embed ``texts`` in one request; also return the usage (one call, the reported prompt tokens).
+
+        Raises:
+            JudgeError: The request failed (rate limit, timeout, HTTP error, connection).
+        """
         client = self._get_client()
         extra = {"dimensions": self.dimensions} if self.dimensions else {}
         try:
@@ -210,7 +239,9 @@ class OpenAIEmbeddings:
                 raise
             raise translated from exc
         data = sorted(response.data, key=lambda item: item.index)
-        return [list(item.embedding) for item in data]
+        tokens = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+        usage = Usage(calls=1, prompt_tokens=tokens if isinstance(tokens, int) else 0)
+        return [list(item.embedding) for item in data], usage
 
     async def aclose(self) -> None:
         """Close the HTTP client if this object built it; safe to call twice."""
@@ -248,6 +279,16 @@ class SentenceTransformerEmbeddings:
         """Identity of the vectors (enters signatures)."""
         return f"local:{self.model_path or 'all-MiniLM-L6-v2'}"
 
+    @property
+    def cache_identity(self) -> dict[str, Any]:
+        """What names the vectors in the embedding cache key."""
+        return {
+            "provider": "local",
+            "model": self.model_path or "all-MiniLM-L6-v2",
+            "base_url": None,
+            "dimensions": None,
+        }
+
     def _encode(self, texts: list[str]) -> list[list[float]]:
         with self._lock:
             if self._model is None:
@@ -270,16 +311,41 @@ class SentenceTransformerEmbeddings:
         return f"SentenceTransformerEmbeddings(model_path={self.model_path!r})"
 
 
-def resolve_embedder(spec: Embedder | str) -> Embedder:
+def resolve_embedder(spec: Embedder | str, *, cache: bool | str | Path = False) -> Embedder:
     """Build an embedder from a config spec.
 
     Specs: ``fake`` (or ``fake:DIM``), ``local`` (the MiniLM model of the ``embeddings`` extra),
     ``openai:MODEL`` and ``openai:MODEL@BASE_URL``. An :class:`Embedder` object is returned as is.
 
+    Args:
+        spec: The spec or an embedder.
+        cache: False returns the embedder itself; True wraps it in a :class:`CachingEmbedder` on
+            ``default_cache_dir() / "embeddings"``; a path wraps it on that folder. A
+            :class:`CachingEmbedder` is never wrapped twice.
+
     Raises:
-        ConfigError: The spec is not understood.
+        ConfigError: The spec is not understood, or ``cache`` is neither a bool nor a path.
         MissingDependencyError: ``local`` without the ``embeddings`` extra.
     """
+    inner = _resolve_plain(spec)
+    if cache is False or isinstance(inner, CachingEmbedder):
+        return inner
+    return CachingEmbedder(inner, _cache_directory(cache))
+
+
+def _cache_directory(cache: bool | str | Path) -> Path | None:
+    if isinstance(cache, bool):
+        if not cache:
+            return None
+        from ragmetrics.settings import default_cache_dir
+
+        return default_cache_dir() / "embeddings"
+    if isinstance(cache, (str, Path)) and str(cache).strip():
+        return Path(cache).expanduser()
+    raise ConfigError(f"embedding cache must be true, false or a folder path, got {cache!r}")
+
+
+def _resolve_plain(spec: Embedder | str) -> Embedder:
     if not isinstance(spec, str):
         if isinstance(spec, Embedder):
             return spec
@@ -328,7 +394,14 @@ class EmbeddingDistanceEvaluator(Evaluator):
         embeddings: An :class:`Embedder` or a spec (``local``, ``fake``, ``openai:MODEL[@URL]``).
         threshold: Minimum similarity to pass (default 0.9; 0.8 is typical for paraphrase checks).
         negate: Invert the score.
-        cache_size: Vectors kept per evaluator (LRU), so repeated texts are embedded once.
+        cache_size: Vectors kept in memory per evaluator (LRU), so repeated texts are embedded once.
+        cache: The disk cache of vectors: True (default) uses ``default_cache_dir() / "embeddings"``,
+            a path uses that folder, False keeps only the in-memory memo. Embedders without a
+            ``cache_identity`` (and :class:`FakeEmbeddings`) are memoised in memory only. A
+            :class:`CachingEmbedder` passed in is used as is.
+
+    The result's ``usage`` counts embedding requests sent (``calls``, with the prompt tokens the
+    provider reported) or, when every text came from the cache, ``cached_calls=1``.
     """
 
     name = "cosine_similarity"
@@ -340,42 +413,38 @@ class EmbeddingDistanceEvaluator(Evaluator):
         *,
         negate: bool = False,
         cache_size: int = 10_000,
+        cache: bool | str | Path = True,
     ) -> None:
         check_threshold(threshold, self.name)
         super().__init__(threshold=threshold, negate=negate)
-        self.embedder = resolve_embedder(embeddings)
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ConfigError(f"{self.name}: cache_size must be an integer >= 0, got {cache_size!r}")
+        inner = resolve_embedder(embeddings)
         self.cache_size = cache_size
-        self._memo: OrderedDict[str, list[float]] = OrderedDict()
+        if isinstance(inner, CachingEmbedder):
+            self.embedder: CachingEmbedder = inner
+        else:
+            try:
+                directory = _cache_directory(cache)
+            except ConfigError as exc:
+                raise ConfigError(f"{self.name}: {exc}") from exc
+            self.embedder = CachingEmbedder(inner, directory, memo_size=cache_size)
 
     def _options(self) -> dict[str, object]:
-        who = getattr(self.embedder, "name", type(self.embedder).__name__)
-        return {"embedder": who, "threshold": self.threshold, "negate": self.negate}
+        return {"embedder": self.embedder.name, "threshold": self.threshold, "negate": self.negate}
 
-    async def _vectors(self, texts: list[str]) -> list[list[float]]:
-        wanted = [t for t in dict.fromkeys(texts) if t not in self._memo]
-        if wanted:
-            vectors = await self.embedder.embed(wanted)
-            if len(vectors) != len(wanted):
-                raise _BadVectors(f"the embedder returned {len(vectors)} vectors for {len(wanted)} texts")
-            for text, vec in zip(wanted, vectors, strict=True):
-                self._memo[text] = list(vec)
-        out = [self._memo[t] for t in texts]
-        for t in texts:
-            self._memo.move_to_end(t)
-        while len(self._memo) > self.cache_size:
-            self._memo.popitem(last=False)
-        return out
+    async def aclose(self) -> None:
+        """Close the embedder's HTTP client and the disk cache (they reopen on next use)."""
+        await self.embedder.aclose()
 
     async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         if not prediction.strip() and not reference.strip():
             return Scored(score=1.0, reasoning=f"Both texts are empty, threshold: {self.threshold:.4f}.")
         try:
-            vec_p, vec_r = await self._vectors([prediction, reference])
+            (vec_p, vec_r), usage = await self.embedder.embed_with_usage([prediction, reference])
         except JudgeError as exc:
             return judge_failure(exc)
-        except _BadVectors as exc:
+        except EmbeddingCountError as exc:
             return Scored(score=None, status="provider_error", message=f"cosine_similarity: {exc}")
         if len(vec_p) != len(vec_r) or not all(map(math.isfinite, vec_p + vec_r)):
             return Scored(
@@ -383,6 +452,7 @@ class EmbeddingDistanceEvaluator(Evaluator):
                 status="provider_error",
                 message=f"cosine_similarity: the embedder returned vectors of sizes {len(vec_p)} and "
                 f"{len(vec_r)} or with non-finite values",
+                usage=usage,
             )
         similarity = cosine(vec_p, vec_r)
         if similarity is None:
@@ -390,17 +460,15 @@ class EmbeddingDistanceEvaluator(Evaluator):
                 score=0.0,
                 reasoning="One text embeds to the zero vector (empty?): cosine similarity undefined, "
                 f"scored 0. threshold: {self.threshold:.4f}",
+                usage=usage,
             )
         return Scored(
             score=max(0.0, similarity),
             reasoning=f"Cosine similarity: {similarity:.4f}, threshold: {self.threshold:.4f}",
             details={"cosine": similarity, "dimensions": len(vec_p)},
+            usage=usage,
         )
 
 
 CosineSimilarityEvaluator = EmbeddingDistanceEvaluator
 """The Cannonade name of :class:`EmbeddingDistanceEvaluator` (type name ``cosine_similarity``)."""
-
-
-class _BadVectors(Exception):
-    pass

@@ -1,0 +1,264 @@
+"""The embedding cache: a disk cache, an in-memory memo and single-flight around any Embedder.
+
+It works like the judge cache (:mod:`ragmetrics.judge.cache`). One entry per text: the key is the sha256
+of canonical JSON of the key format, the embedder's identity (``provider``, ``model``, ``base_url``,
+``dimensions``: whatever its ``cache_identity`` holds) and the text. Left out on purpose: API keys,
+timeouts, retries. Only texts missing from memory, disk and the requests in flight are sent to the
+inner embedder, in one batch; concurrent requests for the same text make one call.
+
+An embedder is written to disk only if it names its vectors through a ``cache_identity`` mapping.
+Embedders without one (user objects) and those that return None (:class:`FakeEmbeddings`: free and
+deterministic) are memoised in memory only, so a cache can never serve vectors of another model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragmetrics.errors import CacheError
+from ragmetrics.score import Usage
+
+__all__ = [
+    "CachingEmbedder",
+    "EmbeddingCacheStats",
+    "EmbeddingCountError",
+    "embedding_cache_key",
+    "embedding_identity",
+]
+
+KEY_FORMAT = 1
+
+
+def embedding_identity(embedder: Any) -> dict[str, Any] | None:
+    """What names ``embedder``'s vectors (provider, model, base URL, dimensions), or None if unnamed."""
+    identity = getattr(embedder, "cache_identity", None)
+    if identity is None:
+        return None
+    if not isinstance(identity, Mapping):
+        kind = type(identity).__name__
+        raise CacheError(f"{embedder!r}: cache_identity must be a mapping or None, got {kind}")
+    return dict(identity)
+
+
+def embedding_cache_key(identity: Mapping[str, Any], text: str) -> str:
+    """The cache key of ``text`` embedded by the embedder named ``identity`` (never an API key)."""
+    payload = {"format": KEY_FORMAT, "kind": "embedding", "embedder": dict(identity), "text": text}
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(slots=True)
+class EmbeddingCacheStats:
+    """Texts served and embedded by one caching embedder, and the requests it sent."""
+
+    hits: int = 0
+    """Texts served from memory or disk."""
+    shared: int = 0
+    """Texts that joined an identical request already in flight."""
+    misses: int = 0
+    """Texts sent to the inner embedder."""
+    calls: int = 0
+    """Requests sent to the inner embedder."""
+
+
+class EmbeddingCountError(Exception):
+    """The inner embedder returned a different number of vectors than texts."""
+
+
+class CachingEmbedder:
+    """Wraps an embedder with the disk cache, a memo and single-flight of identical texts.
+
+    Args:
+        inner: The embedder that answers misses.
+        directory: The disk cache folder; None keeps only the in-memory memo. Ignored (memory only)
+            when ``inner`` has no ``cache_identity``.
+        memo_size: Vectors kept in memory (least recently used are dropped).
+    """
+
+    def __init__(self, inner: Any, directory: str | Path | None = None, *, memo_size: int = 10_000) -> None:
+        self.inner = inner
+        self.identity = embedding_identity(inner)
+        self.directory = Path(directory) if directory is not None and self.identity is not None else None
+        self.stats = EmbeddingCacheStats()
+        self._memo: OrderedDict[str, list[float]] = OrderedDict()
+        self._memo_size = memo_size
+        self._inflight: dict[tuple[int, str], asyncio.Future[list[float]]] = {}
+        self._disk: Any = None
+
+    @property
+    def name(self) -> str:
+        """The inner embedder's name (enters signatures)."""
+        return str(getattr(self.inner, "name", type(self.inner).__name__))
+
+    def __repr__(self) -> str:
+        where = str(self.directory) if self.directory else None
+        return f"CachingEmbedder({self.inner!r}, directory={where!r})"
+
+    def key(self, text: str) -> str:
+        """The cache key of ``text`` for the inner embedder."""
+        return embedding_cache_key(self.identity or {}, text)  # unnamed: this object's memo only
+
+    # -- disk access, kept behind two small functions -------------------------------------------------
+    def _open(self) -> Any:
+        if self._disk is None and self.directory is not None:
+            try:
+                import diskcache
+
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._disk = diskcache.Cache(str(self.directory), size_limit=2**33, eviction_policy="none")
+            except Exception as exc:  # diskcache raises sqlite3 and OS errors
+                raise CacheError(
+                    f"cannot open the embedding cache at {self.directory}: {exc}; "
+                    "pass cache=False to run without it"
+                ) from exc
+        return self._disk
+
+    def _disk_get(self, key: str) -> list[float] | None:
+        disk = self._open()
+        if disk is None:
+            return None
+        try:
+            return disk.get(key)
+        except Exception as exc:
+            raise CacheError(f"cannot read the embedding cache at {self.directory}: {exc}") from exc
+
+    def _disk_set(self, items: dict[str, list[float]]) -> None:
+        disk = self._open()
+        if disk is None or not items:
+            return
+        try:
+            with disk.transact():
+                for key, vector in items.items():
+                    disk.set(key, vector)
+        except Exception as exc:
+            raise CacheError(f"cannot write the embedding cache at {self.directory}: {exc}") from exc
+
+    def _remember(self, key: str, vector: list[float]) -> None:
+        self._memo[key] = vector
+        self._memo.move_to_end(key)
+        while len(self._memo) > self._memo_size:
+            self._memo.popitem(last=False)
+
+    def _lookup(self, key: str) -> list[float] | None:
+        vector = self._memo.get(key)
+        if vector is not None:
+            self._memo.move_to_end(key)
+            return vector
+        vector = self._disk_get(key)
+        if vector is not None:
+            self._remember(key, vector)
+        return vector
+
+    # -- the Embedder protocol --------------------------------------------------------------------------
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed ``texts``: from memory or disk if possible, else one batch to the inner embedder."""
+        vectors, _ = await self.embed_with_usage(texts)
+        return vectors
+
+    async def embed_with_usage(self, texts: list[str]) -> tuple[list[list[float]], Usage]:
+        """Embed ``texts`` and say what it cost.
+
+        Returns:
+            The vectors in order, and the usage: ``calls`` requests sent (0 or 1) with the prompt tokens
+            the provider reported, or ``cached_calls=1`` when every text came from the cache or from an
+            identical request in flight.
+
+        Raises:
+            JudgeError: The inner embedder failed (also raised in every request that joined it).
+            EmbeddingCountError: The inner embedder returned the wrong number of vectors.
+            CacheError: The disk cache cannot be opened, read or written.
+        """
+        loop = asyncio.get_running_loop()
+        usage = Usage()
+        keys = {t: self.key(t) for t in dict.fromkeys(texts)}
+        found: dict[str, list[float]] = {}
+        pending = list(keys)
+        while pending:
+            missing: list[str] = []
+            waiting: dict[str, asyncio.Future[list[float]]] = {}
+            for text in pending:
+                vector = self._lookup(keys[text])
+                if vector is not None:
+                    self.stats.hits += 1
+                    found[text] = vector
+                elif (future := self._inflight.get((id(loop), keys[text]))) is not None:
+                    waiting[text] = future
+                else:
+                    missing.append(text)
+            if missing:
+                usage += await self._fetch(missing, keys, found)
+            pending = []
+            for text, future in waiting.items():
+                try:
+                    found[text] = await asyncio.shield(future)
+                except asyncio.CancelledError:
+                    if not future.cancelled():
+                        raise  # this request itself was cancelled
+                    pending.append(text)  # the request we joined was cancelled: embed it ourselves
+                    continue
+                self.stats.shared += 1
+        if usage.calls == 0:
+            usage = Usage(cached_calls=1)
+        return [found[t] for t in texts], usage
+
+    async def _fetch(self, missing: list[str], keys: dict[str, str], found: dict[str, list[float]]) -> Usage:
+        loop = asyncio.get_running_loop()
+        futures = {text: loop.create_future() for text in missing}
+        for text, future in futures.items():
+            self._inflight[(id(loop), keys[text])] = future
+        self.stats.misses += len(missing)
+        self.stats.calls += 1
+        try:
+            vectors, usage = await _call(self.inner, missing)
+            if len(vectors) != len(missing):
+                raise EmbeddingCountError(
+                    f"the embedder returned {len(vectors)} vectors for {len(missing)} texts"
+                )
+        except asyncio.CancelledError:
+            for future in futures.values():
+                future.cancel()  # joined requests notice and embed the text themselves
+            raise
+        except BaseException as exc:
+            for future in futures.values():
+                future.set_exception(exc)
+                future.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            for text in missing:
+                self._inflight.pop((id(loop), keys[text]), None)
+        to_store: dict[str, list[float]] = {}
+        for text, raw in zip(missing, vectors, strict=True):
+            vector = [float(v) for v in raw]
+            found[text] = vector
+            futures[text].set_result(vector)
+            if vector and all(map(math.isfinite, vector)):  # a broken vector is never kept
+                self._remember(keys[text], vector)
+                to_store[keys[text]] = vector
+        self._disk_set(to_store)
+        return usage
+
+    async def aclose(self) -> None:
+        """Close the inner embedder's client (if it has ``aclose``) and the disk cache; safe twice."""
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+        if self._disk is not None:
+            disk, self._disk = self._disk, None
+            disk.close()
+
+
+async def _call(inner: Any, texts: list[str]) -> tuple[list[list[float]], Usage]:
+    """One request to ``inner``: its own usage if it reports one, else one call without tokens."""
+    with_usage = getattr(inner, "embed_with_usage", None)
+    if with_usage is not None:
+        vectors, usage = await with_usage(texts)
+        return list(vectors), usage
+    return list(await inner.embed(texts)), Usage(calls=1)
