@@ -6,10 +6,12 @@ Usage::
         [--data PATH] [--relevancy-data PATH] [--no-embeddings] [--concurrency N] [--limit N]
         [--out benchmarks/results/offline_quality.json]
 
-``--judge`` takes any judge spec (``offline``, ``openai:gpt-4o-mini`` when ``OPENAI_API_KEY`` is set,
-``anthropic:...``, ``openai:MODEL@http://host:port/v1``): every score goes through the public metric API,
+``--judge`` takes any judge spec (``offline``, ``offline+semantic`` with the ``embeddings`` extra,
+``openai:gpt-4o-mini`` when ``OPENAI_API_KEY`` is set, ``anthropic:...``,
+``openai:MODEL@http://host:port/v1``): every score goes through the public metric API,
 ``FaithfulnessMetric(llm=spec, cache=False).evaluate(...)`` and ``RelevancyMetric(...)``. ``meta`` is
-never read.
+never read. For any judge other than ``offline`` the plain ``offline`` judge is measured beside it as
+one more baseline (``offline``, at its documented threshold), so the two compare on the same records.
 
 **Faithfulness** (``label.faithful`` is the truth, faithful = positive), per dataset (``BEGIN``,
 ``ExpertQA``), per source and overall, for the judge's score and two baselines:
@@ -39,7 +41,8 @@ answers), ``ALCE`` (human utility ratings, a proxy for relevance, both classes),
 usefulness; only 4 negatives) and ``overall``.
 
 The JSON goes to ``--out`` (by default ``benchmarks/results/offline_quality.json`` for the offline
-judge, ``offline_quality_<judge>.json`` for others); markdown tables are printed.
+judge, ``offline_quality_semantic.json`` for ``offline+semantic``, ``offline_quality_<judge>.json`` for
+others); markdown tables are printed.
 """
 
 from __future__ import annotations
@@ -396,6 +399,9 @@ def evaluate_task(
     methods: dict[str, dict[str, Any]] = {}
     raw, ms, info = judge_scores(task, records, judge_spec, concurrency)
     methods["judge"] = {"name": f"{info['metric']} ({judge_spec})", "scores": raw, "ms": ms, "info": info}
+    if judge_spec != "offline":  # the plain offline judge beside any other, on the same records
+        o_raw, o_ms, o_info = judge_scores(task, records, "offline", 1)
+        methods["offline"] = {"name": f"{o_info['metric']} (offline)", "scores": o_raw, "ms": o_ms}
     if task == "faithfulness":
         scores, ms = timed(unigram_overlap, records)
         methods["unigram"] = {
@@ -505,7 +511,12 @@ def markdown(result: dict[str, Any]) -> str:
             g = m["groups"][name]
             ci = g["auroc_ci95"]
             ci_text = f" ({_f(ci[0], 2)}-{_f(ci[1], 2)})" if ci else ""
-            label = {"judge": f"**{result['judge']}**", "unigram": "unigram", "embedding": "MiniLM"}[key]
+            label = {
+                "judge": f"**{result['judge']}**",
+                "unigram": "unigram",
+                "embedding": "MiniLM",
+                "offline": "offline",
+            }[key]
             lines.append(
                 f"| {name} | {label} | {g['n']} | {_f(g['auroc'])}{ci_text} | {m['threshold']} | "
                 f"{_f(g['balanced_accuracy'])} | {_f(g['precision_neg'])} | {_f(g['recall_neg'])} | "
@@ -513,7 +524,7 @@ def markdown(result: dict[str, Any]) -> str:
             )
     baselines = [k for k, m in methods.items() if k != "judge" and "groups" in m]
     if baselines:
-        names = {"unigram": "unigram", "embedding": "MiniLM"}
+        names = {"unigram": "unigram", "embedding": "MiniLM", "offline": "offline"}
         lines += [
             "",
             "AUROC of the judge minus the baseline's, paired bootstrap 95% interval:",
@@ -566,14 +577,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N records of each file")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    concurrency = args.concurrency or (1 if args.judge == "offline" else 8)
+    concurrency = args.concurrency or (1 if args.judge.startswith("offline") else 8)
     tasks = ("faithfulness", "relevancy") if args.task == "both" else (args.task,)
     output: dict[str, Any] = {"judge": args.judge, "python": sys.version.split()[0]}
     for task in tasks:
         defaults = {} if args.choose_thresholds else dict(DEFAULT_THRESHOLDS[task])
         if args.judge != "offline" and not args.choose_thresholds:
             defaults["judge"] = None  # another judge's scale: choose its threshold by the same rule
+        if not args.choose_thresholds:  # the plain offline judge, when measured beside another
+            defaults["offline"] = DEFAULT_THRESHOLDS[task]["judge"]
         overrides = {
+            "offline": None,
             "judge": args.threshold,
             "unigram": args.unigram_threshold,
             "embedding": args.embedding_threshold,
@@ -595,7 +609,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
     out = args.out
     if out is None:
-        suffix = "" if args.judge == "offline" else "_" + re.sub(r"[^A-Za-z0-9.-]+", "-", args.judge)
+        suffix = {"offline": "", "offline+semantic": "_semantic"}.get(
+            args.judge, "_" + re.sub(r"[^A-Za-z0-9.-]+", "-", args.judge)
+        )
         out = RESULTS / f"offline_quality{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(output, indent=2) + "\n", encoding="utf-8")

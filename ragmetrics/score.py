@@ -87,7 +87,7 @@ class JudgeInfo(BaseModel):
     def spec(self) -> str:
         """The spec string that names this judge (``openai:gpt-4o-mini@http://...``)."""
         if self.provider == "offline":
-            return "offline"
+            return "offline+semantic" if "minilm" in self.model else "offline"
         url = f"@{self.base_url}" if self.base_url else ""
         return f"{self.provider}:{self.model}{url}"
 

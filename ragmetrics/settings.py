@@ -89,7 +89,7 @@ class JudgeSettings:
     def spec(self) -> str:
         """The spec string naming this judge."""
         if self.provider == "offline":
-            return "offline"
+            return "offline+semantic" if "minilm" in self.model else "offline"
         return f"{self.provider}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
 
     def with_options(self, **changes: object) -> JudgeSettings:
@@ -98,7 +98,10 @@ class JudgeSettings:
 
 
 def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
-    """Turn ``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL`` or ``offline`` into settings.
+    """Turn a judge spec (``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL``, ``offline``) into settings.
+
+    ``offline+semantic`` is the offline judge with the local MiniLM model's semantic similarity
+    (model ``lexical-v2+minilm``; needs the ``embeddings`` extra when the judge is built).
 
     Args:
         spec: The spec string.
@@ -112,11 +115,13 @@ def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
     text = spec.strip()
     if text == "offline":
         return JudgeSettings(provider="offline", model="lexical-v2", **options)  # type: ignore[arg-type]
+    if text == "offline+semantic":
+        return JudgeSettings(provider="offline", model="lexical-v2+minilm", **options)  # type: ignore[arg-type]
     provider, sep, rest = text.partition(":")
     if not sep or provider not in ("openai", "anthropic"):
         raise ConfigError(
             f"unknown judge spec {spec!r}: use 'openai:MODEL', 'openai:MODEL@http://host:port/v1', "
-            "'anthropic:MODEL' or 'offline'"
+            "'anthropic:MODEL', 'offline' or 'offline+semantic'"
         )
     model, base_url = rest, None
     if "@" in rest:

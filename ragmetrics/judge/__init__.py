@@ -21,18 +21,19 @@ def make_judge(spec: str, **options: Any) -> Judge:
     """Build the bare judge a spec names (no cache).
 
     Args:
-        spec: ``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL`` or ``offline``.
+        spec: ``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL``, ``offline`` or ``offline+semantic``.
         **options: :class:`~ragmetrics.settings.JudgeSettings` fields, plus ``prices`` (a price table).
 
     Raises:
         ConfigError: Malformed spec, bad option, or the provider's API key is not set.
+        MissingDependencyError: ``offline+semantic`` without the ``embeddings`` extra.
     """
     prices = options.pop("prices", None)
     settings = parse_judge_spec(spec, **options)
     if settings.provider == "offline":
-        from ragmetrics.judge.offline import OfflineJudge
+        from ragmetrics.judge.offline import SEMANTIC_MODEL, OfflineJudge
 
-        return OfflineJudge()
+        return OfflineJudge(semantic=settings.model == SEMANTIC_MODEL)
     if settings.provider == "anthropic":
         from ragmetrics.judge.anthropic import AnthropicJudge
 
