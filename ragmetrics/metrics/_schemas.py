@@ -27,6 +27,10 @@ def _strip(node: Any, *, names: bool = False) -> Any:
     return node
 
 
+_SCHEMAS: dict[tuple[Any, ...], dict[str, Any]] = {}
+"""JSON schemas already built (a pure function of the class and arguments)."""
+
+
 class LeanSchema(BaseModel):
     """Base of response schemas: their JSON schema drops titles and descriptions.
 
@@ -36,16 +40,15 @@ class LeanSchema(BaseModel):
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: D102
-        if args or kwargs:
+        # Built once per schema: instructor asks for it on every request, through a fresh copy of the
+        # class it makes each time, so the cache is keyed by the class's name and fields, not identity.
+        key = (cls.__module__, cls.__qualname__, tuple(cls.model_fields), repr(args), repr(sorted(kwargs.items())))
+        schema = _SCHEMAS.get(key)
+        if schema is None:
             schema = _strip(super().model_json_schema(*args, **kwargs))
-            schema["title"] = cls.__name__
-            return schema
-        cached = cls.__dict__.get("_lean_schema_cache")
-        if cached is None:  # built once per class: instructor asks for it on every request
-            cached = _strip(super().model_json_schema())
-            cached["title"] = cls.__name__  # the tool / function name
-            type.__setattr__(cls, "_lean_schema_cache", cached)
-        return copy.deepcopy(cached)
+            schema["title"] = cls.__name__  # the tool / function name
+            _SCHEMAS[key] = schema
+        return copy.deepcopy(schema)
 
 
 class ExtractedClaim(LeanSchema):
