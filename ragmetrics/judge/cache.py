@@ -26,7 +26,7 @@ from ragmetrics.errors import CacheError
 from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest
 from ragmetrics.score import Usage
 
-__all__ = ["CacheStats", "CachingJudge", "cache_key"]
+__all__ = ["CacheStats", "CachingJudge", "cache_key", "canonical_sha256"]
 
 KEY_FORMAT = 1
 
@@ -56,6 +56,11 @@ def cache_key(judge: Judge, request: JudgeRequest) -> str:
         "messages": [[m.role, m.content] for m in request.messages],
         "repeat": request.repeat,
     }
+    return canonical_sha256(payload)
+
+
+def canonical_sha256(payload: Any) -> str:
+    """sha256 of canonical JSON (sorted keys, compact, UTF-8): how every cache key is made."""
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

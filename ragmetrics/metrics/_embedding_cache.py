@@ -14,8 +14,6 @@ deterministic) are memoised in memory only, so a cache can never serve vectors o
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import math
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics.errors import CacheError
+from ragmetrics.judge.cache import canonical_sha256
 from ragmetrics.score import Usage
 
 __all__ = [
@@ -50,9 +49,7 @@ def embedding_identity(embedder: Any) -> dict[str, Any] | None:
 
 def embedding_cache_key(identity: Mapping[str, Any], text: str) -> str:
     """The cache key of ``text`` embedded by the embedder named ``identity`` (never an API key)."""
-    payload = {"format": KEY_FORMAT, "kind": "embedding", "embedder": dict(identity), "text": text}
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return canonical_sha256({"format": KEY_FORMAT, "kind": "embedding", "embedder": dict(identity), "text": text})
 
 
 @dataclass(slots=True)
