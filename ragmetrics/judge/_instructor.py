@@ -6,6 +6,7 @@ integer would do the same in recent releases, but our own instance also tells ho
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -14,7 +15,20 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from ragmetrics.judge.retry import Failure
 
-__all__ = ["classify_instructor", "reask_policy", "total_tokens"]
+__all__ = ["classify_instructor", "prepared", "reask_policy", "total_tokens"]
+
+
+@functools.lru_cache(maxsize=128)
+def prepared(model: type[Any]) -> type[Any]:
+    """``model`` wrapped once as instructor's ``ResponseSchema``.
+
+    Given a plain pydantic model, instructor builds a new wrapper class on every request (measured:
+    about a millisecond of CPU per call); given one that is already a ``ResponseSchema`` it uses it
+    as is. The wrapper subclasses ``model``, so replies are still instances of it.
+    """
+    import instructor
+
+    return instructor.response_schema(model)
 
 
 def _parse_errors() -> tuple[type[BaseException], ...]:

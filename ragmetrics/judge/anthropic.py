@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmetrics.judge._instructor import classify_instructor, reask_policy, total_tokens
+from ragmetrics.judge._instructor import classify_instructor, prepared, reask_policy, total_tokens
 from ragmetrics.judge._provider import CallOutcome, ProviderJudge
 from ragmetrics.judge.base import JudgeRequest
 from ragmetrics.judge.retry import Failure, parse_retry_after
@@ -58,7 +58,7 @@ class AnthropicJudge(ProviderJudge):
             model=self.settings.model,
             system=system,
             messages=messages,
-            response_model=request.response_model,
+            response_model=prepared(request.response_model),
             max_retries=policy,
             context=dict(request.context),
             max_tokens=max_tokens,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmetrics.judge._instructor import classify_instructor, reask_policy, total_tokens
+from ragmetrics.judge._instructor import classify_instructor, prepared, reask_policy, total_tokens
 from ragmetrics.judge._provider import CallOutcome, ProviderJudge
 from ragmetrics.judge.base import JudgeRequest
 from ragmetrics.judge.retry import Failure, parse_retry_after
@@ -53,7 +53,7 @@ class OpenAIJudge(ProviderJudge):
             value, completion = await wrapped.chat.completions.create_with_completion(
                 model=self.settings.model,
                 messages=[{"role": m.role, "content": m.content} for m in request.messages],
-                response_model=request.response_model,
+                response_model=prepared(request.response_model),
                 max_retries=policy,
                 context=dict(request.context),
                 temperature=self.settings.temperature,
