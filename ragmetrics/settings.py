@@ -29,6 +29,7 @@ __all__ = [
     "default_cache_dir",
     "default_judge_spec",
     "parse_judge_spec",
+    "prices_file",
 ]
 
 PROVIDERS = ("openai", "anthropic", "offline")
@@ -175,3 +176,9 @@ def default_cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("ragmetrics", appauthor=False))
+
+
+def prices_file() -> Path | None:
+    """A price table that overrides the bundled one: ``RAGMETRICS_PRICES`` (a JSON file), if set."""
+    value = os.environ.get("RAGMETRICS_PRICES")
+    return Path(value).expanduser() if value else None

@@ -12,7 +12,7 @@ from typing import Any
 
 from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest, Message
 from ragmetrics.judge.cache import CachingJudge
-from ragmetrics.settings import default_cache_dir, default_judge_spec, parse_judge_spec
+from ragmetrics.settings import default_cache_dir, default_judge_spec, parse_judge_spec, prices_file
 
 __all__ = ["CachingJudge", "Judge", "JudgeReply", "JudgeRequest", "Message", "make_judge", "resolve_judge"]
 
@@ -22,7 +22,8 @@ def make_judge(spec: str, **options: Any) -> Judge:
 
     Args:
         spec: ``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL``, ``offline`` or ``offline+semantic``.
-        **options: :class:`~ragmetrics.settings.JudgeSettings` fields, plus ``prices`` (a price table).
+        **options: :class:`~ragmetrics.settings.JudgeSettings` fields, plus ``prices`` (a price table;
+            default: the bundled table, updated by the JSON file named in ``RAGMETRICS_PRICES``).
 
     Raises:
         ConfigError: Malformed spec, bad option, or the provider's API key is not set.
@@ -30,6 +31,10 @@ def make_judge(spec: str, **options: Any) -> Judge:
     """
     prices = options.pop("prices", None)
     settings = parse_judge_spec(spec, **options)
+    if prices is None and settings.provider != "offline" and prices_file() is not None:
+        from ragmetrics.judge.pricing import load_prices
+
+        prices = load_prices(prices_file())
     if settings.provider == "offline":
         from ragmetrics.judge.offline import SEMANTIC_MODEL, OfflineJudge
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,3 +122,19 @@ async def test_a_failure_is_not_cached(fake_llm_server, openai_spec, tmp_path):
 def test_offline_judge_is_not_written_to_disk(tmp_path):
     judge = CachingJudge(make_judge("offline"), tmp_path / "c")
     assert judge.directory is None
+
+
+async def test_a_price_file_named_in_the_environment_overrides_the_bundled_table(
+        fake_llm_server, openai_spec, tmp_path, monkeypatch):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai": {"gpt-4o-mini": [1000.0, 0.0]}}))
+    monkeypatch.setenv("RAGMETRICS_PRICES", str(prices))
+    metric = RelevancyMetric(llm=openai_spec, cache=False)
+    result = await metric.evaluate(question=seed.PARIS_Q, answer=seed.PARIS_A)
+    assert result.usage.cost_usd == result.usage.prompt_tokens * 1000.0 / 1_000_000
+    await metric.judge.aclose()
+    monkeypatch.setenv("RAGMETRICS_PRICES", str(tmp_path / "missing.json"))
+    from ragmetrics import ConfigError
+
+    with pytest.raises(ConfigError, match="price file"):
+        make_judge(openai_spec)
