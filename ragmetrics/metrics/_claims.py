@@ -32,7 +32,7 @@ from ragmetrics.prompting import load_prompt, numbered_blocks, render
 from ragmetrics.sample import Sample
 from ragmetrics.score import ClaimRecord, MetricResult, Usage
 
-__all__ = ["ClaimMetric", "ClaimsOutcome", "quote_found"]
+__all__ = ["ClaimMetric", "ClaimsOutcome", "VerifiedClaimMetric", "quote_found"]
 
 EXTRACT_VERSION = "claims/extract.v1"
 VERIFY_VERSION = "claims/verify.v1"
@@ -353,6 +353,46 @@ class ClaimMetric(JudgeHolder):
             latency_ms=(time.perf_counter() - started) * 1000.0, judge=info, signature=self._signature(),
             details=details or {}, **rates,
         )
+
+
+class VerifiedClaimMetric(ClaimMetric):
+    """Base of the metrics that verify claims against the contexts (faithfulness, groundedness).
+
+    Both score an answer with no claims 1.0 (status ``no_claims``: nothing in it can be wrong) and an
+    answer checked against no contexts 0.0 (every claim unverifiable, no verification call made);
+    subclasses score the ordinary case in :meth:`_score_claims`.
+    """
+
+    _no_claims_reason: ClassVar[str] = "nothing in it needs checking"
+    """Ends the reasoning when the answer makes no claim."""
+    _no_contexts_reasoning: ClassVar[str] = "No contexts were given, so no claim can be verified."
+
+    def _empty_answer(self, started: float) -> MetricResult:
+        return self._result(1.0, started, status="no_claims", message="the answer is empty",
+                            reasoning=f"The answer is empty: it makes no claim, so {self._no_claims_reason}.")
+
+    def _details(self, outcome: ClaimsOutcome) -> dict[str, Any]:
+        return {"chunks": outcome.chunks}
+
+    def _finish(self, sample: Sample, outcome: ClaimsOutcome, started: float) -> MetricResult:
+        records = outcome.records(sample.contexts)
+        details = self._details(outcome)
+        if not records:
+            return self._result(1.0, started, status="no_claims", usage=outcome.usage, details=details,
+                                message="the judge found no factual claims in the answer",
+                                reasoning=f"The answer makes no factual claim, so {self._no_claims_reason}.")
+        if not sample.contexts:
+            for r in records:
+                r.verdict = "not_found"
+                r.reason = "no contexts were given"
+            details["no_contexts"] = True
+            return self._result(0.0, started, claims=records, usage=outcome.usage, details=details,
+                                reasoning=self._no_contexts_reasoning.format(n=len(records)))
+        return self._score_claims(records, outcome, details, started)
+
+    def _score_claims(self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any],
+                      started: float) -> MetricResult:
+        raise NotImplementedError
 
 
 def describe_claim(i: int, record: ClaimRecord, limit: int = 80) -> str:

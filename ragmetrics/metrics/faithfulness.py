@@ -9,14 +9,15 @@ claim is unverifiable, so 0.0 (no verification call is made).
 
 from __future__ import annotations
 
-from ragmetrics.metrics._claims import ClaimMetric, ClaimsOutcome, describe_claim
-from ragmetrics.sample import Sample
-from ragmetrics.score import MetricResult
+from typing import Any
+
+from ragmetrics.metrics._claims import ClaimsOutcome, VerifiedClaimMetric, describe_claim
+from ragmetrics.score import ClaimRecord, MetricResult
 
 __all__ = ["FaithfulnessMetric"]
 
 
-class FaithfulnessMetric(ClaimMetric):
+class FaithfulnessMetric(VerifiedClaimMetric):
     """Is the answer faithful to the retrieved contexts (no hallucination)?
 
     Example:
@@ -29,25 +30,14 @@ class FaithfulnessMetric(ClaimMetric):
 
     name = "faithfulness"
 
-    def _empty_answer(self, started: float) -> MetricResult:
-        return self._result(1.0, started, status="no_claims", message="the answer is empty",
-                            reasoning="The answer is empty: it makes no claim, so nothing in it is unfaithful.")
+    _no_claims_reason = "nothing in it is unfaithful"
+    _no_contexts_reasoning = "No contexts were given, so none of the {n} claims can be verified."
 
-    def _finish(self, sample: Sample, outcome: ClaimsOutcome, started: float) -> MetricResult:
-        records = outcome.records(sample.contexts)
-        details = {"addresses_question": outcome.extraction.addresses_question, "chunks": outcome.chunks}
-        if not records:
-            return self._result(1.0, started, status="no_claims", usage=outcome.usage, details=details,
-                                message="the judge found no factual claims in the answer",
-                                reasoning="The answer makes no factual claim, so nothing in it is unfaithful.")
-        if not sample.contexts:
-            for r in records:
-                r.verdict = "not_found"
-                r.reason = "no contexts were given"
-            details["no_contexts"] = True
-            return self._result(0.0, started, claims=records, usage=outcome.usage, details=details,
-                                reasoning=f"No contexts were given, so none of the {len(records)} claims "
-                                          "can be verified.")
+    def _details(self, outcome: ClaimsOutcome) -> dict[str, Any]:
+        return {"addresses_question": outcome.extraction.addresses_question, "chunks": outcome.chunks}
+
+    def _score_claims(self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any],
+                      started: float) -> MetricResult:
         supported = sum(r.verdict == "supported" for r in records)
         score = supported / len(records)
         parts = [f"{supported} of {len(records)} claims are supported by the contexts."]

@@ -8,14 +8,15 @@ contexts: 0.0.
 
 from __future__ import annotations
 
-from ragmetrics.metrics._claims import ClaimMetric, ClaimsOutcome, describe_claim
-from ragmetrics.sample import Sample
-from ragmetrics.score import MetricResult
+from typing import Any
+
+from ragmetrics.metrics._claims import ClaimsOutcome, VerifiedClaimMetric, describe_claim
+from ragmetrics.score import ClaimRecord, MetricResult
 
 __all__ = ["GroundednessMetric"]
 
 
-class GroundednessMetric(ClaimMetric):
+class GroundednessMetric(VerifiedClaimMetric):
     """How much of the answer is attributable to a quote from the retrieved contexts?
 
     Example:
@@ -27,24 +28,11 @@ class GroundednessMetric(ClaimMetric):
 
     name = "groundedness"
 
-    def _empty_answer(self, started: float) -> MetricResult:
-        return self._result(1.0, started, status="no_claims", message="the answer is empty",
-                            reasoning="The answer is empty: it makes no claim that would need grounding.")
+    _no_claims_reason = "nothing in it needs grounding"
+    _no_contexts_reasoning = "No contexts were given, so no claim can be grounded."
 
-    def _finish(self, sample: Sample, outcome: ClaimsOutcome, started: float) -> MetricResult:
-        records = outcome.records(sample.contexts)
-        details: dict[str, object] = {"chunks": outcome.chunks}
-        if not records:
-            return self._result(1.0, started, status="no_claims", usage=outcome.usage, details=details,
-                                message="the judge found no factual claims in the answer",
-                                reasoning="The answer makes no factual claim that would need grounding.")
-        if not sample.contexts:
-            for r in records:
-                r.verdict = "not_found"
-                r.reason = "no contexts were given"
-            details["no_contexts"] = True
-            return self._result(0.0, started, claims=records, usage=outcome.usage, details=details,
-                                reasoning="No contexts were given, so no claim can be grounded.")
+    def _score_claims(self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any],
+                      started: float) -> MetricResult:
         weights = [max(1, len(r.text)) for r in records]
         grounded = [r.verdict == "supported" and bool(r.evidence_verified) for r in records]
         score = sum(w for w, g in zip(weights, grounded) if g) / sum(weights)
