@@ -11,7 +11,7 @@ from typing import Any
 from ragmetrics.judge._instructor import classify_instructor, prepared, reask_policy, total_tokens
 from ragmetrics.judge._provider import CallOutcome, ProviderJudge
 from ragmetrics.judge.base import JudgeRequest
-from ragmetrics.judge.retry import Failure, parse_retry_after
+from ragmetrics.judge.retry import Failure, http_failure
 from ragmetrics.settings import JudgeSettings, api_key_for
 
 __all__ = ["AnthropicJudge"]
@@ -81,17 +81,9 @@ class AnthropicJudge(ProviderJudge):
             return Failure(status="provider_error", transient=True,
                            message=f"could not connect to {self.settings.base_url or 'api.anthropic.com'}: {exc}")
         if isinstance(exc, anthropic.APIStatusError):
-            code = exc.status_code
-            retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
-            text = str(getattr(exc, "message", exc))
-            if code == 429:
-                return Failure(status="rate_limited", transient=True, http_status=code,
-                               retry_after_s=retry_after, message=f"rate limited: {text}")
-            if code in (408, 409) or code >= 500:
-                return Failure(status="provider_error", transient=True, http_status=code,
-                               retry_after_s=retry_after, message=f"server error: {text}")
-            hint = {401: "check the ANTHROPIC_API_KEY environment variable",
-                    404: f"check the model name in '{self.info.spec}'"}.get(code)
-            return Failure(status="provider_error", transient=False, http_status=code,
-                           message=f"request refused: {text}", hint=hint)
+            return http_failure(exc.status_code, exc.response.headers.get("retry-after"),
+                                str(getattr(exc, "message", exc)), {
+                                    401: "check the ANTHROPIC_API_KEY environment variable",
+                                    404: f"check the model name in '{self.info.spec}'",
+                                })
         return None

@@ -13,7 +13,7 @@ from typing import Any
 from ragmetrics.judge._instructor import classify_instructor, prepared, reask_policy, total_tokens
 from ragmetrics.judge._provider import CallOutcome, ProviderJudge
 from ragmetrics.judge.base import JudgeRequest
-from ragmetrics.judge.retry import Failure, parse_retry_after
+from ragmetrics.judge.retry import Failure, http_failure
 from ragmetrics.settings import JudgeSettings, api_key_for
 
 __all__ = ["OpenAIJudge"]
@@ -84,7 +84,6 @@ class OpenAIJudge(ProviderJudge):
         failure, exc = classify_instructor(exc)
         if failure is not None:
             return failure
-        who = f"{self.info.spec}"
         if isinstance(exc, openai.APITimeoutError):
             return Failure(status="timeout", transient=True,
                            message=f"no reply within {self.settings.timeout_s:g} s")
@@ -92,22 +91,11 @@ class OpenAIJudge(ProviderJudge):
             return Failure(status="provider_error", transient=True,
                            message=f"could not connect to {self.settings.base_url or 'api.openai.com'}: {exc}")
         if isinstance(exc, openai.APIStatusError):
-            code = exc.status_code
-            retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
-            body = _error_text(exc)
-            if code == 429:
-                return Failure(status="rate_limited", transient=True, http_status=code,
-                               retry_after_s=retry_after, message=f"rate limited: {body}")
-            if code in (408, 409) or code >= 500:
-                return Failure(status="provider_error", transient=True, http_status=code,
-                               retry_after_s=retry_after, message=f"server error: {body}")
-            hint = {
+            return http_failure(exc.status_code, exc.response.headers.get("retry-after"), _error_text(exc), {
                 401: "check the OPENAI_API_KEY environment variable",
                 403: "the key lacks access to this model",
-                404: f"check the model name in '{who}' and the base URL",
-            }.get(code)
-            return Failure(status="provider_error", transient=False, http_status=code,
-                           message=f"request refused: {body}", hint=hint)
+                404: f"check the model name in '{self.info.spec}' and the base URL",
+            })
         return None
 
 

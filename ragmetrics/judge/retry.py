@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from tenacity import RetryCallState
 from tenacity.wait import wait_base
 
-__all__ = ["Failure", "RetryPolicy", "WaitRetryAfterOrBackoff", "parse_retry_after"]
+__all__ = ["Failure", "RetryPolicy", "WaitRetryAfterOrBackoff", "http_failure", "parse_retry_after"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +69,26 @@ def parse_retry_after(value: str | None) -> float | None:
 
         seconds = (when - _dt.datetime.now(when.tzinfo or _dt.timezone.utc)).total_seconds()
     return max(0.0, seconds)
+
+
+def http_failure(code: int, retry_after: str | None, text: str, hints: dict[int, str]) -> Failure:
+    """Classify a provider's HTTP error status: 429 and 408/409/5xx are transient, the rest fatal.
+
+    Args:
+        code: The HTTP status.
+        retry_after: The ``Retry-After`` header value, if any.
+        text: The provider's error message.
+        hints: What to do, per fatal status (e.g. 401: which key variable to check).
+    """
+    wait = parse_retry_after(retry_after)
+    if code == 429:
+        return Failure(status="rate_limited", transient=True, http_status=code, retry_after_s=wait,
+                       message=f"rate limited: {text}")
+    if code in (408, 409) or code >= 500:
+        return Failure(status="provider_error", transient=True, http_status=code, retry_after_s=wait,
+                       message=f"server error: {text}")
+    return Failure(status="provider_error", transient=False, http_status=code, message=f"request refused: {text}",
+                   hint=hints.get(code))
 
 
 class WaitRetryAfterOrBackoff(wait_base):
