@@ -109,23 +109,28 @@ def _judge_spec(args: argparse.Namespace) -> str:
     return spec
 
 
+_GRADED = frozenset({"rouge", "bleu", "f1", "levenshtein", "html_validation"})
+"""Evaluators that need no options beyond a threshold (they compare the answer with the reference)."""
+_FIXED_PASS_MARK = frozenset({"exact_match", "contains", "json_validity", "json_match"})
+"""Evaluators that need no options and keep their own pass mark."""
+
+
 def _metrics(args: argparse.Namespace, spec: str, threshold: float | None) -> list[Any]:
     from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
 
     names = [n.strip() for n in args.metrics.split(",") if n.strip()]
     if not names:
         raise _UsageError("--metrics: give at least one metric name")
-    no_config = {"exact_match", "contains", "rouge", "bleu", "f1", "levenshtein", "json_validity",
-                 "json_match", "html_validation"}
     metrics = []
     for name in names:
         if name in RAG_METRICS:
             metrics.append(RAG_METRICS[name](llm=spec, threshold=threshold, cache=not args.no_cache))
-        elif name in no_config:
-            metrics.append(BUILTIN_METRICS[name](**({"threshold": threshold} if name not in (
-                "exact_match", "json_validity", "contains", "json_match") else {})))
+        elif name in _GRADED:
+            metrics.append(BUILTIN_METRICS[name](threshold=threshold))
+        elif name in _FIXED_PASS_MARK:
+            metrics.append(BUILTIN_METRICS[name]())
         else:
-            known = sorted([*RAG_METRICS, *no_config])
+            known = sorted([*RAG_METRICS, *_GRADED, *_FIXED_PASS_MARK])
             raise _UsageError(f"unknown metric {name!r}; choose from {', '.join(known)} "
                               "(other evaluators need options: use the Python API or a suite file)")
     return metrics
@@ -147,8 +152,8 @@ def _dataset(path: Path, columns: dict[str, str], limit: int | None) -> Any:
             return ds
         if limit < 1:
             raise _UsageError(f"--limit must be >= 1, got {limit}")
-        return [dict(row.values) if isinstance(row.values, dict) or hasattr(row.values, "items")
-                else (row.values if row.values is not None else {}) for row in islice(ds.rows(), limit)]
+        # a Sample passes as is; an unreadable row becomes {} and so an error record naming the row
+        return [row.values if row.values is not None else {} for row in islice(ds.rows(), limit)]
     except ConfigError as exc:
         raise _UsageError(str(exc)) from None
 
