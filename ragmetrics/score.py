@@ -74,14 +74,20 @@ class JudgeInfo(BaseModel):
     """The model name as sent to the provider."""
     base_url: str | None = None
     """The API base URL for OpenAI-compatible servers; None for the provider's default."""
-    temperature: float = 0.0
-    """Sampling temperature sent with every call."""
+    temperature: float | None = 0.0
+    """Sampling temperature sent with every call; None when the provider's SDK takes none (the
+    Anthropic SDK from 2.0 on has no ``temperature`` parameter, so the model's default applies)."""
     seed: int | None = None
     """Sampling seed, where the provider takes one."""
     max_tokens: int = 2048
     """Completion token limit of the first attempt."""
     heuristic: bool = False
     """True for the offline judge: its verdicts come from lexical heuristics, not a model."""
+
+    @property
+    def temperature_text(self) -> str:
+        """The temperature as signatures and reports show it: ``0``, ``0.7`` or ``not sent``."""
+        return "not sent" if self.temperature is None else f"{self.temperature:g}"
 
     @property
     def spec(self) -> str:

@@ -17,11 +17,19 @@ from ragmetrics.settings import JudgeSettings, api_key_for
 __all__ = ["AnthropicJudge"]
 
 
-def _takes_temperature(client: Any) -> bool:
-    """Whether this SDK release still sends sampling parameters (2.x dropped ``temperature``)."""
-    import inspect
+def sdk_takes_temperature() -> bool:
+    """Whether the installed ``anthropic`` SDK still sends a sampling temperature (2.0 dropped it).
 
-    return "temperature" in inspect.signature(client.messages.create).parameters
+    Read from the package's version, without importing it: constructing a judge must stay cheap
+    (the SDK is imported on the first call). A test checks this against the SDK's real signature.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major = version("anthropic").split(".", 1)[0]
+    except PackageNotFoundError:  # not installed: the first call says so
+        return True
+    return not major.isdigit() or int(major) < 2
 
 
 class AnthropicJudge(ProviderJudge):
@@ -30,6 +38,8 @@ class AnthropicJudge(ProviderJudge):
     def __init__(self, settings: JudgeSettings, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
         self._api_key = api_key_for(settings)
+        if not sdk_takes_temperature():  # the model's own default applies; say so rather than claim 0
+            self.info = self.info.model_copy(update={"temperature": None})
 
     def __repr__(self) -> str:
         return f"AnthropicJudge({self.info.spec!r})"
@@ -52,8 +62,8 @@ class AnthropicJudge(ProviderJudge):
         messages = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
         policy = reask_policy(self.settings.reasks)
         extra: dict[str, Any] = {}
-        if _takes_temperature(client):
-            extra["temperature"] = self.settings.temperature
+        if self.info.temperature is not None:
+            extra["temperature"] = self.info.temperature
         value, completion = await wrapped.messages.create_with_completion(
             model=self.settings.model,
             system=system,

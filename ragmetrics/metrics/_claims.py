@@ -326,7 +326,7 @@ class ClaimMetric(JudgeHolder):
             prompts.append(load_prompt(VERIFY_VERSION))
         info = self.judge.info
         return (f"{self.name}|prompts={','.join(p.short for p in prompts)}|judge={info.spec}"
-                f"|temperature={info.temperature:g}|ragmetrics={__version__}")
+                f"|temperature={info.temperature_text}|ragmetrics={__version__}")
 
     def _result(self, score: float | None, started: float, *, status: str = "ok", message: str | None = None,
                 reasoning: str = "", claims: list[ClaimRecord] | None = None, usage: Usage | None = None,

@@ -135,7 +135,7 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
         prompts = ",".join(p.short for p in self._prompts())
         opts = "|".join(f"{k}={v}" for k, v in self._options().items())
         return (
-            f"{self.name}|prompts={prompts}|judge={info.spec}|temperature={info.temperature:g}|{opts}"
+            f"{self.name}|prompts={prompts}|judge={info.spec}|temperature={info.temperature_text}|{opts}"
             f"|ragmetrics={package_version()}"
         )
 

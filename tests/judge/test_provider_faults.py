@@ -181,6 +181,32 @@ async def test_anthropic_429_then_success(fake_llm_server, dummy_keys, monkeypat
     await judge.aclose()
 
 
+async def test_anthropic_temperature_is_sent_and_recorded_only_if_the_sdk_takes_it(
+    fake_llm_server, dummy_keys, monkeypatch
+):
+    import inspect
+
+    from anthropic.resources.messages import AsyncMessages
+
+    from ragmetrics.judge.anthropic import sdk_takes_temperature
+
+    takes = "temperature" in inspect.signature(AsyncMessages.create).parameters
+    assert sdk_takes_temperature() is takes, "the version rule disagrees with the installed SDK"
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_llm_server.anthropic_base_url)
+    fake_llm_server.enqueue(FakeReply(json=seed.PARIS_EXTRACT))
+    judge = make_judge("anthropic:claude-haiku-4-5", **FAST)
+    await judge.complete(extract_request(sample()))
+    sent = fake_llm_server.requests[-1].body
+    if takes:
+        assert judge.info.temperature == 0.0 and sent["temperature"] == 0.0
+    else:  # the model's default applies: the judge must not claim a temperature it never sent
+        assert judge.info.temperature is None and "temperature" not in sent
+        assert judge.info.temperature_text == "not sent"
+        metric = FaithfulnessMetric(llm=judge, cache=False)
+        assert "temperature=not sent" in metric._signature()
+    await judge.aclose()
+
+
 def test_missing_key_is_a_config_error_naming_the_variable():
     from ragmetrics import ConfigError
 
