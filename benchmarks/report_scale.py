@@ -25,8 +25,16 @@ from tests.report.builders import synthetic_records  # noqa: E402
 from ragmetrics.pipeline import Report  # noqa: E402
 from ragmetrics.report import write_html_report  # noqa: E402
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def open_in_browser(path: Path) -> dict | None:
@@ -38,8 +46,13 @@ def open_in_browser(path: Path) -> dict | None:
     if executable is None:
         return None
     with tempfile.TemporaryDirectory() as profile, sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(profile, executable_path=executable, headless=True,
-                                                    args=CHROMIUM_ARGS, viewport={"width": 1440, "height": 1000})
+        ctx = pw.chromium.launch_persistent_context(
+            profile,
+            executable_path=executable,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1440, "height": 1000},
+        )
         page = ctx.new_page()
         started = time.perf_counter()
         page.goto(path.resolve().as_uri(), wait_until="load")
@@ -62,8 +75,13 @@ def main() -> None:
         write_s = time.perf_counter() - started
         size = path.stat().st_size
         browser = open_in_browser(path)
-    result = {"samples": args.samples, "bytes": size, "mb": round(size / 2**20, 1), "write_s": round(write_s, 2),
-              "browser": browser}
+    result = {
+        "samples": args.samples,
+        "bytes": size,
+        "mb": round(size / 2**20, 1),
+        "write_s": round(write_s, 2),
+        "browser": browser,
+    }
     out = HERE / "results" / "report_scale.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -37,12 +37,29 @@ _LAZY: dict[str, str] = {
     "RelevancyMetric": "ragmetrics.metrics.relevancy",
     "BUILTIN_METRICS": "ragmetrics.metrics",
     # evaluators
-    **{name: "ragmetrics.eval" for name in (
-        "BleuEvaluator", "ContainsEvaluator", "CosineSimilarityEvaluator", "CustomEvaluator",
-        "EmbeddingDistanceEvaluator", "ExactMatchEvaluator", "F1Evaluator", "FakeEmbeddings", "GEvalEvaluator",
-        "HtmlValidationEvaluator", "JsonMatchEvaluator", "JsonValidityEvaluator", "LLMJudgeEvaluator",
-        "LLMRubricEvaluator", "LevenshteinEvaluator", "RegexMatchEvaluator", "RougeEvaluator", "make_evaluator",
-    )},
+    **{
+        name: "ragmetrics.eval"
+        for name in (
+            "BleuEvaluator",
+            "ContainsEvaluator",
+            "CosineSimilarityEvaluator",
+            "CustomEvaluator",
+            "EmbeddingDistanceEvaluator",
+            "ExactMatchEvaluator",
+            "F1Evaluator",
+            "FakeEmbeddings",
+            "GEvalEvaluator",
+            "HtmlValidationEvaluator",
+            "JsonMatchEvaluator",
+            "JsonValidityEvaluator",
+            "LLMJudgeEvaluator",
+            "LLMRubricEvaluator",
+            "LevenshteinEvaluator",
+            "RegexMatchEvaluator",
+            "RougeEvaluator",
+            "make_evaluator",
+        )
+    },
     # records and judges
     "Sample": "ragmetrics.sample",
     "ClaimRecord": "ragmetrics.score",
@@ -70,10 +87,23 @@ _LAZY: dict[str, str] = {
 }
 _ALIASES = {"EvalResult": ("ragmetrics.score", "MetricResult")}
 
-__all__ = sorted([
-    "CacheError", "ConfigError", "InvalidInputError", "JudgeError", "JudgeOutputError", "MissingDependencyError",
-    "NoScoreError", "PromptError", "RagMetricsError", "SnapshotError", "__version__", *_LAZY, *_ALIASES,
-])
+__all__ = sorted(
+    [
+        "CacheError",
+        "ConfigError",
+        "InvalidInputError",
+        "JudgeError",
+        "JudgeOutputError",
+        "MissingDependencyError",
+        "NoScoreError",
+        "PromptError",
+        "RagMetricsError",
+        "SnapshotError",
+        "__version__",
+        *_LAZY,
+        *_ALIASES,
+    ]
+)
 
 
 def __getattr__(name: str) -> Any:

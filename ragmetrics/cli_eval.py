@@ -17,8 +17,10 @@ __all__ = ["add_estimate_command", "add_eval_command", "cmd_estimate", "cmd_eval
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 DEFAULT_METRICS = "faithfulness,relevancy,groundedness"
-_EPILOG = ("exit codes: 0 done, 1 a metric's mean is below --fail-under, 2 usage error "
-           "(missing file, bad column, unknown metric or judge, missing API key)")
+_EPILOG = (
+    "exit codes: 0 done, 1 a metric's mean is below --fail-under, 2 usage error "
+    "(missing file, bad column, unknown metric or judge, missing API key)"
+)
 
 
 class _UsageError(Exception):
@@ -28,12 +30,24 @@ class _UsageError(Exception):
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data", nargs="?", metavar="DATA", help="a .jsonl, .json or .csv file of rows")
     parser.add_argument("--example", action="store_true", help="use the bundled example dataset")
-    parser.add_argument("--metrics", default=DEFAULT_METRICS, metavar="NAMES",
-                        help=f"comma-separated metric names (default {DEFAULT_METRICS})")
-    parser.add_argument("--judge", metavar="SPEC", help="openai:MODEL, anthropic:MODEL, "
-                        "openai:MODEL@http://host:port/v1 or offline (default: from the environment)")
-    parser.add_argument("--columns", metavar="FIELD=COL,...", default="",
-                        help="column names, e.g. question=query,answer=response,contexts=docs")
+    parser.add_argument(
+        "--metrics",
+        default=DEFAULT_METRICS,
+        metavar="NAMES",
+        help=f"comma-separated metric names (default {DEFAULT_METRICS})",
+    )
+    parser.add_argument(
+        "--judge",
+        metavar="SPEC",
+        help="openai:MODEL, anthropic:MODEL, "
+        "openai:MODEL@http://host:port/v1 or offline (default: from the environment)",
+    )
+    parser.add_argument(
+        "--columns",
+        metavar="FIELD=COL,...",
+        default="",
+        help="column names, e.g. question=query,answer=response,contexts=docs",
+    )
     parser.add_argument("--limit", type=int, metavar="N", help="score only the first N rows")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
 
@@ -41,18 +55,27 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def add_eval_command(commands: Any) -> None:
     """Register ``ragmetrics eval``."""
     parser = commands.add_parser(
-        "eval", help="score a dataset of question/answer/contexts rows",
+        "eval",
+        help="score a dataset of question/answer/contexts rows",
         description="Score every row with the RAG metrics, print a summary and the worst samples, "
-                    "and optionally write the records and an HTML report.", epilog=_EPILOG)
+        "and optionally write the records and an HTML report.",
+        epilog=_EPILOG,
+    )
     _common(parser)
     parser.add_argument("--out", metavar="PATH", help="write the records to PATH (.jsonl or .csv)")
     parser.add_argument("--report", metavar="PATH", help="write a self-contained HTML report to PATH")
     parser.add_argument("--concurrency", type=int, default=16, metavar="N", help="samples in flight (16)")
     parser.add_argument("--max-cost", type=float, metavar="USD", help="stop launching samples past this cost")
-    parser.add_argument("--threshold", type=float, default=0.5, metavar="SCORE",
-                        help="pass mark of every metric, for pass rates (default 0.5)")
-    parser.add_argument("--fail-under", type=float, metavar="SCORE",
-                        help="exit 1 when any metric's mean is below SCORE")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=0.5,
+        metavar="SCORE",
+        help="pass mark of every metric, for pass rates (default 0.5)",
+    )
+    parser.add_argument(
+        "--fail-under", type=float, metavar="SCORE", help="exit 1 when any metric's mean is below SCORE"
+    )
     parser.add_argument("--worst", type=int, default=3, metavar="N", help="worst samples to show (3)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no tables")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON (for machines)")
@@ -62,8 +85,11 @@ def add_eval_command(commands: Any) -> None:
 def add_estimate_command(commands: Any) -> None:
     """Register ``ragmetrics estimate``."""
     parser = commands.add_parser(
-        "estimate", help="predict the calls, tokens and cost of an eval run, calling nothing",
-        description="Predict LLM calls, tokens and cost of `ragmetrics eval` on the same data.", epilog=_EPILOG)
+        "estimate",
+        help="predict the calls, tokens and cost of an eval run, calling nothing",
+        description="Predict LLM calls, tokens and cost of `ragmetrics eval` on the same data.",
+        epilog=_EPILOG,
+    )
     _common(parser)
     parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
     parser.set_defaults(handler=cmd_estimate)
@@ -131,8 +157,10 @@ def _metrics(args: argparse.Namespace, spec: str, threshold: float | None) -> li
             metrics.append(BUILTIN_METRICS[name]())
         else:
             known = sorted([*RAG_METRICS, *_GRADED, *_FIXED_PASS_MARK])
-            raise _UsageError(f"unknown metric {name!r}; choose from {', '.join(known)} "
-                              "(other evaluators need options: use the Python API or a suite file)")
+            raise _UsageError(
+                f"unknown metric {name!r}; choose from {', '.join(known)} "
+                "(other evaluators need options: use the Python API or a suite file)"
+            )
     return metrics
 
 
@@ -147,7 +175,9 @@ def _dataset(path: Path, columns: dict[str, str], limit: int | None) -> Any:
         first = next(iter(ds.rows()), None)
         for field, column in columns.items():
             if first is not None and isinstance(first.values, dict) and field not in first.values:
-                raise _UsageError(f"--columns: column {column!r} (for {field}) is not in the first row of {path}")
+                raise _UsageError(
+                    f"--columns: column {column!r} (for {field}) is not in the first row of {path}"
+                )
         if limit is None:
             return ds
         if limit < 1:
@@ -182,8 +212,10 @@ def _worst(records: Sequence[Any], n: int) -> str:
     out = []
     for r in scored[:n]:
         question = (r.sample.question or "") if r.sample else ""
-        out.append(f"#{r.index} {r.id}  mean {r.mean_score:.3f}  "
-                   + "  ".join(f"{k} {_fmt(v)}" for k, v in r.scores.items()))
+        out.append(
+            f"#{r.index} {r.id}  mean {r.mean_score:.3f}  "
+            + "  ".join(f"{k} {_fmt(v)}" for k, v in r.scores.items())
+        )
         if question:
             out.append(f"    Q: {question[:110]}")
         seen = set()
@@ -193,12 +225,14 @@ def _worst(records: Sequence[Any], n: int) -> str:
                     seen.add(claim.text)
                     line = f"    {claim.verdict.upper()}: {claim.text[:100]}"
                     if claim.evidence:
-                        line += f"\n      context {claim.context_index}: \"{claim.evidence[:100]}\""
+                        line += f'\n      context {claim.context_index}: "{claim.evidence[:100]}"'
                     out.append(line)
     failed = [r for r in records if r.errors]
     if failed:
-        out.append(f"{len(failed)} record(s) carry errors, e.g. #{failed[0].index}: "
-                   f"{failed[0].errors[0].message[:160]}")
+        out.append(
+            f"{len(failed)} record(s) carry errors, e.g. #{failed[0].index}: "
+            f"{failed[0].errors[0].message[:160]}"
+        )
     return "\n".join(out)
 
 
@@ -223,8 +257,11 @@ def _eval(args: argparse.Namespace) -> int:
     data = _dataset(path, _columns(args.columns), args.limit)
     notice = sys.stderr if args.json else sys.stdout
     if spec == "offline":
-        print("ragmetrics: no judge configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --judge): "
-              "scoring with the offline heuristic judge.", file=notice)
+        print(
+            "ragmetrics: no judge configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --judge): "
+            "scoring with the offline heuristic judge.",
+            file=notice,
+        )
     else:
         print(f"ragmetrics: judging with {spec}.", file=notice)
 
@@ -232,8 +269,12 @@ def _eval(args: argparse.Namespace) -> int:
     from ragmetrics.pipeline import EvaluationPipeline
 
     try:
-        pipeline = EvaluationPipeline(metrics=metrics, concurrency=args.concurrency, max_cost_usd=args.max_cost,
-                                      progress=False if (args.quiet or args.json) else None)
+        pipeline = EvaluationPipeline(
+            metrics=metrics,
+            concurrency=args.concurrency,
+            max_cost_usd=args.max_cost,
+            progress=False if (args.quiet or args.json) else None,
+        )
         results = pipeline.run(data)
     except ConfigError as exc:
         raise _UsageError(str(exc)) from None
@@ -257,8 +298,10 @@ def _eval(args: argparse.Namespace) -> int:
         print()
         print(_summary_table(report))
         usage = stats.usage
-        print(f"\n{stats.samples} samples, {usage.calls} LLM calls, {usage.prompt_tokens + usage.completion_tokens} "
-              f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s")
+        print(
+            f"\n{stats.samples} samples, {usage.calls} LLM calls, {usage.prompt_tokens + usage.completion_tokens} "
+            f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s"
+        )
         worst = _worst(results, args.worst)
         if worst:
             print("\nWorst samples:\n" + worst)

@@ -144,10 +144,7 @@ def render(prompt: Prompt, **variables: str | Raw | None) -> str:
         raise PromptError(f"prompt '{prompt.id}' needs {sorted(wanted - given)}; not given")
     if given - wanted:
         raise PromptError(f"prompt '{prompt.id}' has no placeholder for {sorted(given - wanted)}")
-    values = {
-        k: (v.text if isinstance(v, Raw) else escape(v or "(none)"))
-        for k, v in variables.items()
-    }
+    values = {k: (v.text if isinstance(v, Raw) else escape(v or "(none)")) for k, v in variables.items()}
     return string.Template(prompt.text).substitute(values)
 
 
@@ -166,5 +163,7 @@ def parse_blocks(text: str) -> dict[str, str]:
 
 def parse_numbered_blocks(text: str, tag: str) -> list[str]:
     """Read back the ``<tag index="i">`` blocks of a rendered prompt, unescaped, in index order."""
-    found = sorted((int(m["i"]), html.unescape(m["body"])) for m in _NUMBERED.finditer(text) if m["tag"] == tag)
+    found = sorted(
+        (int(m["i"]), html.unescape(m["body"])) for m in _NUMBERED.finditer(text) if m["tag"] == tag
+    )
     return [body for _, body in found]

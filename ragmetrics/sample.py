@@ -71,13 +71,17 @@ class Sample(BaseModel):
             raise InvalidInputError("question", "a string", question, row=row)
         if require_question and (question is None or not question.strip()):
             raise InvalidInputError(
-                "question", "a non-empty string", question if question is not None else None,
-                row=row, detail="this metric judges the answer against the question",
+                "question",
+                "a non-empty string",
+                question if question is not None else None,
+                row=row,
+                detail="this metric judges the answer against the question",
             )
         if answer is None:
             if require_answer:
-                raise InvalidInputError("answer", "a string (use \"\" for an empty answer)", row=row,
-                                        detail="got None")
+                raise InvalidInputError(
+                    "answer", 'a string (use "" for an empty answer)', row=row, detail="got None"
+                )
             answer = ""
         if not isinstance(answer, str):
             raise InvalidInputError("answer", "a string", answer, row=row)
@@ -103,7 +107,10 @@ def _check_contexts(contexts: object, row: int | str | None) -> tuple[str, ...]:
         return ()
     if isinstance(contexts, (str, bytes)) or not isinstance(contexts, Sequence):
         raise InvalidInputError(
-            "contexts", "a list of strings", contexts, row=row,
+            "contexts",
+            "a list of strings",
+            contexts,
+            row=row,
             detail="wrap a single passage in a list: contexts=[text]" if isinstance(contexts, str) else None,
         )
     out = []

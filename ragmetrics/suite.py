@@ -344,9 +344,16 @@ def _split_usage(value: Any) -> tuple[Any, Usage]:
     """An outputs function may return ``{"output": str, "usage": {...}}`` to report what it spent."""
     if isinstance(value, Mapping) and "output" in value:
         raw = value.get("usage") or {}
-        usage = raw if isinstance(raw, Usage) else Usage(
-            calls=int(raw.get("calls", 1)), prompt_tokens=int(raw.get("prompt_tokens", 0)),
-            completion_tokens=int(raw.get("completion_tokens", 0)), cost_usd=float(raw.get("cost_usd", 0.0)))
+        usage = (
+            raw
+            if isinstance(raw, Usage)
+            else Usage(
+                calls=int(raw.get("calls", 1)),
+                prompt_tokens=int(raw.get("prompt_tokens", 0)),
+                completion_tokens=int(raw.get("completion_tokens", 0)),
+                cost_usd=float(raw.get("cost_usd", 0.0)),
+            )
+        )
         return value["output"], usage
     return value, Usage()
 
@@ -470,5 +477,6 @@ async def run_suite(
         model_usage = model_usage + spent
         for result in outcome.results:
             usage = usage + result.usage
-    return SuiteOutcome(name=suite.name, cases=[o for o, _ in settled_cases], judge_usage=usage,
-                        model_usage=model_usage)
+    return SuiteOutcome(
+        name=suite.name, cases=[o for o, _ in settled_cases], judge_usage=usage, model_usage=model_usage
+    )

@@ -15,9 +15,14 @@ CLI = [sys.executable, "-m", "ragmetrics.cli"]
 
 
 def run(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RAGMETRICS_JUDGE")}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env={**base, **(env or {})}, cwd=cwd,
-                          timeout=120)
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RAGMETRICS_JUDGE")
+    }
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, env={**base, **(env or {})}, cwd=cwd, timeout=120
+    )
 
 
 def test_example_runs_on_the_offline_judge_and_says_so_first(tmp_path):
@@ -42,25 +47,40 @@ def test_json_output_and_fail_under(tmp_path):
 
 def test_csv_input_with_renamed_columns_and_limit(tmp_path):
     data = tmp_path / "rows.csv"
-    data.write_text('query,response,docs\n"What is Python?","Python is a language.","[""Python is a language.""]"\n'
-                    '"Capital of France?","Paris.","[""Paris is the capital of France.""]"\n')
-    proc = run("eval", str(data), "--columns", "question=query,answer=response,contexts=docs", "--limit", "1",
-               "--json")
+    data.write_text(
+        'query,response,docs\n"What is Python?","Python is a language.","[""Python is a language.""]"\n'
+        '"Capital of France?","Paris.","[""Paris is the capital of France.""]"\n'
+    )
+    proc = run(
+        "eval",
+        str(data),
+        "--columns",
+        "question=query,answer=response,contexts=docs",
+        "--limit",
+        "1",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["aggregates"]["faithfulness"]["total"] == 1
     assert summary["aggregates"]["faithfulness"]["mean"] > 0.9, "a copied answer is faithful"
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("eval", "missing.jsonl"), "no such file: missing.jsonl"),
-    (("eval",), "give a DATA file"),
-    (("eval", "--example", "--metrics", "faithfulness,bogus"), "unknown metric 'bogus'"),
-    (("eval", "--example", "--judge", "gpt4"), "unknown judge spec 'gpt4'"),
-    (("eval", "--example", "--judge", "openai:gpt-4o-mini"), "set the OPENAI_API_KEY environment variable"),
-    (("eval", "--example", "--judge", "anthropic:claude-haiku-4-5"), "ANTHROPIC_API_KEY"),
-    (("estimate", "--example", "--judge", "openai:gpt-4o-mini"), "OPENAI_API_KEY"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("eval", "missing.jsonl"), "no such file: missing.jsonl"),
+        (("eval",), "give a DATA file"),
+        (("eval", "--example", "--metrics", "faithfulness,bogus"), "unknown metric 'bogus'"),
+        (("eval", "--example", "--judge", "gpt4"), "unknown judge spec 'gpt4'"),
+        (
+            ("eval", "--example", "--judge", "openai:gpt-4o-mini"),
+            "set the OPENAI_API_KEY environment variable",
+        ),
+        (("eval", "--example", "--judge", "anthropic:claude-haiku-4-5"), "ANTHROPIC_API_KEY"),
+        (("estimate", "--example", "--judge", "openai:gpt-4o-mini"), "OPENAI_API_KEY"),
+    ],
+)
 def test_errors_are_one_line_and_exit_2(args, message, tmp_path):
     proc = run(*args, cwd=tmp_path)
     assert proc.returncode == 2
@@ -83,17 +103,20 @@ def test_estimate_counts_calls_without_calling():
 
 
 def test_estimate_against_openai_prices_without_a_server(monkeypatch):
-    proc = run("estimate", "--example", "--judge", "openai:gpt-4o-mini", "--json",
-               env={"OPENAI_API_KEY": "sk-test"})
+    proc = run(
+        "estimate", "--example", "--judge", "openai:gpt-4o-mini", "--json", env={"OPENAI_API_KEY": "sk-test"}
+    )
     assert proc.returncode == 0, proc.stderr
     estimate = json.loads(proc.stdout)
     assert estimate["cost_usd"] > 0 and estimate["prompt_tokens"] > 0
 
 
 def test_help_is_fast_and_imports_no_provider_sdk():
-    code = ("import sys, runpy; sys.argv=['ragmetrics', '--help'];\n"
-            "try:\n runpy.run_module('ragmetrics.cli', run_name='__main__')\nexcept SystemExit: pass\n"
-            "print([m for m in ('openai', 'anthropic', 'instructor', 'pydantic') if m in sys.modules])")
+    code = (
+        "import sys, runpy; sys.argv=['ragmetrics', '--help'];\n"
+        "try:\n runpy.run_module('ragmetrics.cli', run_name='__main__')\nexcept SystemExit: pass\n"
+        "print([m for m in ('openai', 'anthropic', 'instructor', 'pydantic') if m in sys.modules])"
+    )
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert time.perf_counter() - started < 2.0

@@ -34,11 +34,20 @@ async def test_seed_examples_against_a_real_judge(spec, key, tmp_path):
     assert any(c.verdict == "contradicted" for c in result.claims)
     assert result.usage.calls >= 2 and result.usage.prompt_tokens > 0
     relevancy = RelevancyMetric(llm=spec, cache=tmp_path)
-    assert await relevancy.score(question="What is the capital of France?",
-                                 answer="Paris is the capital and largest city of France.") >= 0.9
+    assert (
+        await relevancy.score(
+            question="What is the capital of France?",
+            answer="Paris is the capital and largest city of France.",
+        )
+        >= 0.9
+    )
     groundedness = GroundednessMetric(llm=spec, cache=tmp_path)
-    assert await groundedness.score(
-        answer="SynapseKit supports 31 LLM providers.",
-        contexts=["SynapseKit supports 31 LLM providers including OpenAI, Anthropic, and Gemini."]) >= 0.9
+    assert (
+        await groundedness.score(
+            answer="SynapseKit supports 31 LLM providers.",
+            contexts=["SynapseKit supports 31 LLM providers including OpenAI, Anthropic, and Gemini."],
+        )
+        >= 0.9
+    )
     for metric in (faithfulness, relevancy, groundedness):
         await metric.judge.aclose()

@@ -19,9 +19,13 @@ def blocks() -> list[str]:
 
 def expected_lines(code: str) -> list[str]:
     """`print(...)  # 0.5 False` at the top level promises that line of output."""
-    return [m.group(1).strip() for line in code.splitlines()
-            if not line.startswith((" ", "\t")) or line.lstrip().startswith("print(")
-            for m in [re.search(r"^\s*print\(.*\)\s+#\s*(.+)$", line)] if m]
+    return [
+        m.group(1).strip()
+        for line in code.splitlines()
+        if not line.startswith((" ", "\t")) or line.lstrip().startswith("print(")
+        for m in [re.search(r"^\s*print\(.*\)\s+#\s*(.+)$", line)]
+        if m
+    ]
 
 
 def test_readme_has_runnable_examples():
@@ -31,8 +35,9 @@ def test_readme_has_runnable_examples():
 @pytest.mark.parametrize("index", range(len(blocks())))
 def test_readme_example_runs(index, tmp_path):
     code = blocks()[index]
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = [line.strip() for line in proc.stdout.splitlines()]
     pos = 0

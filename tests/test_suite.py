@@ -221,15 +221,29 @@ async def test_run_suite_validates_concurrency():
 async def test_suite_reports_model_usage_apart_from_the_judge_and_shares_one_judge(tmp_path):
     from ragmetrics.suite import Suite, run_suite
 
-    suite = Suite.from_data({"name": "s", "cases": [
-        {"id": f"c{i}", "input": f"Capital of France? ({i})", "expected": "Paris",
-         "evaluators": [{"type": "llm_judge", "llm": "offline"}, {"type": "llm_rubric", "llm": "offline",
-                                                                   "value": "mentions Paris"}]}
-        for i in range(3)]})
+    suite = Suite.from_data(
+        {
+            "name": "s",
+            "cases": [
+                {
+                    "id": f"c{i}",
+                    "input": f"Capital of France? ({i})",
+                    "expected": "Paris",
+                    "evaluators": [
+                        {"type": "llm_judge", "llm": "offline"},
+                        {"type": "llm_rubric", "llm": "offline", "value": "mentions Paris"},
+                    ],
+                }
+                for i in range(3)
+            ],
+        }
+    )
 
     async def model(question: str) -> dict:
-        return {"output": "Paris is the capital of France.",
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.001}}
+        return {
+            "output": "Paris is the capital of France.",
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.001},
+        }
 
     outcome = await run_suite(suite, model, progress=False)
     assert outcome.model_usage.prompt_tokens == 30 and outcome.model_usage.cost_usd == pytest.approx(0.003)

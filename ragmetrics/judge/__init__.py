@@ -64,8 +64,11 @@ def resolve_judge(
     """
     if isinstance(llm, CachingJudge):
         return llm
-    judge = make_judge(llm if llm is not None else default_judge_spec(), **options) if (
-        llm is None or isinstance(llm, str)) else llm
+    judge = (
+        make_judge(llm if llm is not None else default_judge_spec(), **options)
+        if (llm is None or isinstance(llm, str))
+        else llm
+    )
     if cache is True:
         directory: Path | None = default_cache_dir()
     elif cache is False or cache is None:

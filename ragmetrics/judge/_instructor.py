@@ -79,13 +79,18 @@ def classify_instructor(exc: BaseException) -> tuple[Failure | None, BaseExcepti
         return Failure(
             status="judge_output_invalid",
             transient=False,
-            message=(f"output failed validation after {exc.n_attempts} attempts: "
-                     f"{'; '.join(problems)[:300]} (last reply: {reply[:200]!r})"),
+            message=(
+                f"output failed validation after {exc.n_attempts} attempts: "
+                f"{'; '.join(problems)[:300]} (last reply: {reply[:200]!r})"
+            ),
             hint="try a stronger judge model, or check that the server supports tool calling / JSON mode",
         ), exc
     if isinstance(exc, _parse_errors()):
-        return Failure(status="judge_output_invalid", transient=False,
-                       message=f"output failed validation: {'; '.join(_problems(exc))[:300]}"), exc
+        return Failure(
+            status="judge_output_invalid",
+            transient=False,
+            message=f"output failed validation: {'; '.join(_problems(exc))[:300]}",
+        ), exc
     return None, exc
 
 

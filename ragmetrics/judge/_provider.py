@@ -140,9 +140,12 @@ class ProviderJudge(ABC):
                 calls += 1
                 if max_tokens >= self.settings.max_tokens_cap:
                     raise self._error(
-                        Failure(status="truncated", transient=False,
-                                message=f"output cut off at the {max_tokens}-token limit {exc}",
-                                hint="raise max_tokens_cap, or split the input (context_budget_tokens)"),
+                        Failure(
+                            status="truncated",
+                            transient=False,
+                            message=f"output cut off at the {max_tokens}-token limit {exc}",
+                            hint="raise max_tokens_cap, or split the input (context_budget_tokens)",
+                        ),
                         attempts,
                     ) from None
                 max_tokens = min(self.settings.max_tokens_cap, max_tokens * 2)
@@ -156,11 +159,13 @@ class ProviderJudge(ABC):
             calls=calls,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            cost_usd=cost_usd(self.prices, self.settings.provider, self.settings.model,
-                              prompt_tokens, completion_tokens),
+            cost_usd=cost_usd(
+                self.prices, self.settings.provider, self.settings.model, prompt_tokens, completion_tokens
+            ),
         )
-        return JudgeReply(value=outcome.value, usage=usage,
-                          latency_ms=(time.perf_counter() - started) * 1000.0)
+        return JudgeReply(
+            value=outcome.value, usage=usage, latency_ms=(time.perf_counter() - started) * 1000.0
+        )
 
     async def _with_retries(self, request: JudgeRequest, max_tokens: int) -> tuple[CallOutcome, int]:
         """Run the call under the limiter, retrying transient failures; returns (outcome, attempts)."""
@@ -188,9 +193,13 @@ class ProviderJudge(ABC):
                     except _Truncated:
                         raise
                     except asyncio.TimeoutError as exc:
-                        raise TransientFailure(Failure(
-                            status="timeout", transient=True,
-                            message=f"no reply within {self.settings.timeout_s:g} s")) from exc
+                        raise TransientFailure(
+                            Failure(
+                                status="timeout",
+                                transient=True,
+                                message=f"no reply within {self.settings.timeout_s:g} s",
+                            )
+                        ) from exc
                     except Exception as exc:
                         failure = self._classify(exc)
                         if failure is None:
@@ -206,8 +215,10 @@ class ProviderJudge(ABC):
                         await self.limiter.release()
                     self.limiter.on_success()
                     if self.rate is not None:
-                        self.rate.record(outcome.completion_tokens
-                                         + max(0, outcome.prompt_tokens - _prompt_estimate(request)))
+                        self.rate.record(
+                            outcome.completion_tokens
+                            + max(0, outcome.prompt_tokens - _prompt_estimate(request))
+                        )
                     return outcome, attempt_no
         except TransientFailure as exc:
             raise self._error(exc.failure, attempt_no) from exc

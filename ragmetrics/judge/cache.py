@@ -109,8 +109,10 @@ class CachingJudge:
                 self.directory.mkdir(parents=True, exist_ok=True)
                 self._disk = diskcache.Cache(str(self.directory), size_limit=2**33, eviction_policy="none")
             except Exception as exc:  # diskcache raises sqlite3 and OS errors
-                raise CacheError(f"cannot open the judge cache at {self.directory}: {exc}; "
-                                 "pass cache=False (or --no-cache) to run without it") from exc
+                raise CacheError(
+                    f"cannot open the judge cache at {self.directory}: {exc}; "
+                    "pass cache=False (or --no-cache) to run without it"
+                ) from exc
         return self._disk
 
     def _disk_get(self, key: str) -> dict[str, Any] | None:
@@ -188,7 +190,9 @@ class CachingJudge:
         future.set_result(entry)
         return reply
 
-    def _reply(self, request: JudgeRequest, entry: dict[str, Any], started: float, *, cached: bool) -> JudgeReply:
+    def _reply(
+        self, request: JudgeRequest, entry: dict[str, Any], started: float, *, cached: bool
+    ) -> JudgeReply:
         value = request.response_model.model_validate(entry["value"], context=dict(request.context))
         return JudgeReply(
             value=value,

@@ -48,8 +48,11 @@ def _llm_judge(v: Mapping[str, Any]) -> dict[str, Any]:
 
 def _rubric(v: Mapping[str, Any]) -> dict[str, Any]:
     sim = _recall(_bag(str(v.get("rubric") or "")), _bag(str(v.get("output") or "")))
-    return {"score": round(sim, 4), "passed": sim >= 0.5,
-            "reason": f"Offline heuristic: the output contains {sim:.0%} of the rubric's content words."}
+    return {
+        "score": round(sim, 4),
+        "passed": sim >= 0.5,
+        "reason": f"Offline heuristic: the output contains {sim:.0%} of the rubric's content words.",
+    }
 
 
 def _steps(v: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,8 +65,11 @@ def _steps(v: Mapping[str, Any]) -> dict[str, Any]:
 def _g_eval(v: Mapping[str, Any]) -> dict[str, Any]:
     sim = _recall(_bag(str(v.get("criteria") or "")), _bag(str(v.get("output") or "")))
     score = round(10 * sim)
-    return {"score": score, "passed": score >= 5,
-            "reason": f"Offline heuristic: the output contains {sim:.0%} of the criteria's content words."}
+    return {
+        "score": score,
+        "passed": score >= 5,
+        "reason": f"Offline heuristic: the output contains {sim:.0%} of the criteria's content words.",
+    }
 
 
 TASKS = {

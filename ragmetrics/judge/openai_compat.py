@@ -75,8 +75,9 @@ class OpenAIJudge(ProviderJudge):
         import openai
 
         cause = exc.__cause__ if not isinstance(exc, openai.APIStatusError) else exc
-        return (isinstance(cause, openai.BadRequestError)
-                and any(word in str(cause).lower() for word in ("tool", "function")))
+        return isinstance(cause, openai.BadRequestError) and any(
+            word in str(cause).lower() for word in ("tool", "function")
+        )
 
     def _classify(self, exc: BaseException) -> Failure | None:
         import openai
@@ -85,17 +86,26 @@ class OpenAIJudge(ProviderJudge):
         if failure is not None:
             return failure
         if isinstance(exc, openai.APITimeoutError):
-            return Failure(status="timeout", transient=True,
-                           message=f"no reply within {self.settings.timeout_s:g} s")
+            return Failure(
+                status="timeout", transient=True, message=f"no reply within {self.settings.timeout_s:g} s"
+            )
         if isinstance(exc, openai.APIConnectionError):
-            return Failure(status="provider_error", transient=True,
-                           message=f"could not connect to {self.settings.base_url or 'api.openai.com'}: {exc}")
+            return Failure(
+                status="provider_error",
+                transient=True,
+                message=f"could not connect to {self.settings.base_url or 'api.openai.com'}: {exc}",
+            )
         if isinstance(exc, openai.APIStatusError):
-            return http_failure(exc.status_code, exc.response.headers.get("retry-after"), _error_text(exc), {
-                401: "check the OPENAI_API_KEY environment variable",
-                403: "the key lacks access to this model",
-                404: f"check the model name in '{self.info.spec}' and the base URL",
-            })
+            return http_failure(
+                exc.status_code,
+                exc.response.headers.get("retry-after"),
+                _error_text(exc),
+                {
+                    401: "check the OPENAI_API_KEY environment variable",
+                    403: "the key lacks access to this model",
+                    404: f"check the model name in '{self.info.spec}' and the base URL",
+                },
+            )
         return None
 
 

@@ -18,8 +18,11 @@ PriceTable = Mapping[str, Mapping[str, tuple[float, float]]]
 @cache
 def _bundled() -> dict[str, dict[str, tuple[float, float]]]:
     raw = json.loads((resources.files("ragmetrics") / "prices.json").read_text(encoding="utf-8"))
-    return {p: {m: (float(v[0]), float(v[1])) for m, v in models.items()} for p, models in raw.items()
-            if not p.startswith("_")}
+    return {
+        p: {m: (float(v[0]), float(v[1])) for m, v in models.items()}
+        for p, models in raw.items()
+        if not p.startswith("_")
+    }
 
 
 def load_prices(path: str | Path | None = None) -> dict[str, dict[str, tuple[float, float]]]:
@@ -45,7 +48,9 @@ def load_prices(path: str | Path | None = None) -> dict[str, dict[str, tuple[flo
     return table
 
 
-def cost_usd(table: PriceTable, provider: str, model: str, prompt_tokens: int, completion_tokens: int) -> float:
+def cost_usd(
+    table: PriceTable, provider: str, model: str, prompt_tokens: int, completion_tokens: int
+) -> float:
     """Cost of one call; 0.0 for models not in the table (local servers, the offline judge)."""
     models = table.get(provider, {})
     best = max((name for name in models if model.startswith(name)), key=len, default=None)

@@ -82,13 +82,28 @@ def http_failure(code: int, retry_after: str | None, text: str, hints: dict[int,
     """
     wait = parse_retry_after(retry_after)
     if code == 429:
-        return Failure(status="rate_limited", transient=True, http_status=code, retry_after_s=wait,
-                       message=f"rate limited: {text}")
+        return Failure(
+            status="rate_limited",
+            transient=True,
+            http_status=code,
+            retry_after_s=wait,
+            message=f"rate limited: {text}",
+        )
     if code in (408, 409) or code >= 500:
-        return Failure(status="provider_error", transient=True, http_status=code, retry_after_s=wait,
-                       message=f"server error: {text}")
-    return Failure(status="provider_error", transient=False, http_status=code, message=f"request refused: {text}",
-                   hint=hints.get(code))
+        return Failure(
+            status="provider_error",
+            transient=True,
+            http_status=code,
+            retry_after_s=wait,
+            message=f"server error: {text}",
+        )
+    return Failure(
+        status="provider_error",
+        transient=False,
+        http_status=code,
+        message=f"request refused: {text}",
+        hint=hints.get(code),
+    )
 
 
 class WaitRetryAfterOrBackoff(wait_base):

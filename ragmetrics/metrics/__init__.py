@@ -35,12 +35,29 @@ RAG_METRICS: Mapping[str, type] = MappingProxyType(
 )
 """The claim-based RAG metrics by name."""
 
-BUILTIN_METRICS: Mapping[str, type] = MappingProxyType({
-    **RAG_METRICS,
-    **{cls.name: cls for cls in (
-        ExactMatchEvaluator, ContainsEvaluator, RegexMatchEvaluator, JsonValidityEvaluator, JsonMatchEvaluator,
-        HtmlValidationEvaluator, RougeEvaluator, BleuEvaluator, F1Evaluator, LevenshteinEvaluator,
-        EmbeddingDistanceEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator, GEvalEvaluator, CustomEvaluator,
-    )},
-})
+BUILTIN_METRICS: Mapping[str, type] = MappingProxyType(
+    {
+        **RAG_METRICS,
+        **{
+            cls.name: cls
+            for cls in (
+                ExactMatchEvaluator,
+                ContainsEvaluator,
+                RegexMatchEvaluator,
+                JsonValidityEvaluator,
+                JsonMatchEvaluator,
+                HtmlValidationEvaluator,
+                RougeEvaluator,
+                BleuEvaluator,
+                F1Evaluator,
+                LevenshteinEvaluator,
+                EmbeddingDistanceEvaluator,
+                LLMJudgeEvaluator,
+                LLMRubricEvaluator,
+                GEvalEvaluator,
+                CustomEvaluator,
+            )
+        },
+    }
+)
 """Every built-in metric and evaluator by its snake_case name."""

@@ -54,7 +54,9 @@ def normalize_for_match(text: str) -> str:
     return " ".join(text.split()).strip(" .,;:!?\"'")
 
 
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
+_QUOTES = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"}
+)
 
 
 def quote_found(quote: str, context: str) -> bool:
@@ -123,23 +125,32 @@ class ClaimsOutcome:
             v = self.verdicts[i] if i < len(self.verdicts) else None
             verified = None
             if v is not None and v.verdict != "not_found":
-                verified = (v.context is not None and 0 <= v.context < len(contexts)
-                            and quote_found(v.evidence, contexts[v.context]))
-            out.append(ClaimRecord(
-                text=claim.text, span=claim.span, relevance=claim.relevance,
-                verdict=v.verdict if v else None,
-                context_index=v.context if v else None,
-                evidence=v.evidence if v else "",
-                evidence_verified=verified,
-                reason=v.reason if v else "",
-                support=v.support if v else None,
-            ))
+                verified = (
+                    v.context is not None
+                    and 0 <= v.context < len(contexts)
+                    and quote_found(v.evidence, contexts[v.context])
+                )
+            out.append(
+                ClaimRecord(
+                    text=claim.text,
+                    span=claim.span,
+                    relevance=claim.relevance,
+                    verdict=v.verdict if v else None,
+                    context_index=v.context if v else None,
+                    evidence=v.evidence if v else "",
+                    evidence_verified=verified,
+                    reason=v.reason if v else "",
+                    support=v.support if v else None,
+                )
+            )
         return out
 
 
 def _messages(user: str) -> tuple[Message, ...]:
-    return (Message(role="system", content=load_prompt(SYSTEM_VERSION).text.strip()),
-            Message(role="user", content=user))
+    return (
+        Message(role="system", content=load_prompt(SYSTEM_VERSION).text.strip()),
+        Message(role="user", content=user),
+    )
 
 
 def extract_request(sample: Sample, repeat: int = 0) -> JudgeRequest:
@@ -162,8 +173,13 @@ def verify_request(claims: Sequence[str], chunk: Sequence[str], repeat: int = 0)
     return JudgeRequest(
         task="claims.verify",
         prompts=(load_prompt(SYSTEM_VERSION), prompt),
-        messages=_messages(render(prompt, contexts=numbered_blocks("context", list(chunk)),
-                                  claims=numbered_blocks("claim", list(claims)))),
+        messages=_messages(
+            render(
+                prompt,
+                contexts=numbered_blocks("context", list(chunk)),
+                claims=numbered_blocks("claim", list(claims)),
+            )
+        ),
         response_model=ClaimVerification,
         variables={"claims": list(claims), "contexts": list(chunk)},
         context={"n_claims": len(claims), "n_contexts": len(chunk)},
@@ -175,8 +191,9 @@ def verify_request(claims: Sequence[str], chunk: Sequence[str], repeat: int = 0)
 _RANK = {"supported": 0, "contradicted": 1, "not_found": 2}
 
 
-async def run_claims(judge: Judge, sample: Sample, *, verify: bool, budget_tokens: int,
-                     repeat: int = 0) -> ClaimsOutcome:
+async def run_claims(
+    judge: Judge, sample: Sample, *, verify: bool, budget_tokens: int, repeat: int = 0
+) -> ClaimsOutcome:
     """Extract the sample's claims and, if asked and there are contexts, verify them."""
     reply = await judge.complete(extract_request(sample, repeat))
     extraction: ClaimExtraction = reply.value  # type: ignore[assignment]
@@ -256,8 +273,13 @@ class ClaimMetric(JudgeHolder):
         Raises:
             InvalidInputError: A field has the wrong type, or a required field is missing.
         """
-        sample = Sample.from_fields(question=question, answer=answer, contexts=contexts, reference=reference,
-                                    require_question=self.needs_question)
+        sample = Sample.from_fields(
+            question=question,
+            answer=answer,
+            contexts=contexts,
+            reference=reference,
+            require_question=self.needs_question,
+        )
         return await self.evaluate_sample(sample)
 
     async def score(
@@ -279,13 +301,23 @@ class ClaimMetric(JudgeHolder):
             raise NoScoreError(self.name, result.status, result.message or "")
         return result.score
 
-    def evaluate_sync(self, question: str | None = None, answer: str | None = None,
-                      contexts: Sequence[str] | None = None, reference: str | None = None) -> MetricResult:
+    def evaluate_sync(
+        self,
+        question: str | None = None,
+        answer: str | None = None,
+        contexts: Sequence[str] | None = None,
+        reference: str | None = None,
+    ) -> MetricResult:
         """Blocking twin of :meth:`evaluate` (works inside a running event loop too)."""
         return run_sync(self._closing(self.evaluate(question, answer, contexts, reference)))
 
-    def score_sync(self, question: str | None = None, answer: str | None = None,
-                   contexts: Sequence[str] | None = None, reference: str | None = None) -> float:
+    def score_sync(
+        self,
+        question: str | None = None,
+        answer: str | None = None,
+        contexts: Sequence[str] | None = None,
+        reference: str | None = None,
+    ) -> float:
         """Blocking twin of :meth:`score`."""
         return run_sync(self._closing(self.score(question, answer, contexts, reference)))
 
@@ -301,14 +333,23 @@ class ClaimMetric(JudgeHolder):
         started = time.perf_counter()
         judge = self.judge
         if self.needs_question and not (sample.question or "").strip():
-            err = InvalidInputError("question", "a non-empty string", row=sample.id,
-                                    detail=f"{self.name} judges the answer against the question")
+            err = InvalidInputError(
+                "question",
+                "a non-empty string",
+                row=sample.id,
+                detail=f"{self.name} judges the answer against the question",
+            )
             return self._result(None, started, status="invalid_input", message=str(err))
         if not sample.answer.strip():
             return self._empty_answer(started)
         try:
-            outcome = await run_claims(judge, sample, verify=self.needs_verification,
-                                       budget_tokens=self.context_budget_tokens, repeat=repeat)
+            outcome = await run_claims(
+                judge,
+                sample,
+                verify=self.needs_verification,
+                budget_tokens=self.context_budget_tokens,
+                repeat=repeat,
+            )
         except JudgeError as exc:
             return self._result(None, started, status=exc.status, message=str(exc))
         return self._finish(sample, outcome, started)
@@ -325,15 +366,29 @@ class ClaimMetric(JudgeHolder):
         if self.needs_verification:
             prompts.append(load_prompt(VERIFY_VERSION))
         info = self.judge.info
-        return (f"{self.name}|prompts={','.join(p.short for p in prompts)}|judge={info.spec}"
-                f"|temperature={info.temperature_text}|ragmetrics={__version__}")
+        return (
+            f"{self.name}|prompts={','.join(p.short for p in prompts)}|judge={info.spec}"
+            f"|temperature={info.temperature_text}|ragmetrics={__version__}"
+        )
 
-    def _result(self, score: float | None, started: float, *, status: str = "ok", message: str | None = None,
-                reasoning: str = "", claims: list[ClaimRecord] | None = None, usage: Usage | None = None,
-                details: dict[str, Any] | None = None) -> MetricResult:
+    def _result(
+        self,
+        score: float | None,
+        started: float,
+        *,
+        status: str = "ok",
+        message: str | None = None,
+        reasoning: str = "",
+        claims: list[ClaimRecord] | None = None,
+        usage: Usage | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> MetricResult:
         claims = claims or []
-        rates: dict[str, float | None] = {"supported_rate": None, "contradicted_rate": None,
-                                          "unverifiable_rate": None}
+        rates: dict[str, float | None] = {
+            "supported_rate": None,
+            "contradicted_rate": None,
+            "unverifiable_rate": None,
+        }
         judged = [c for c in claims if c.verdict is not None]
         if judged:
             n = len(judged)
@@ -348,10 +403,20 @@ class ClaimMetric(JudgeHolder):
         if status != "ok" and not reasoning:
             reasoning = f"No score: {message}" if score is None else (message or "")
         return MetricResult(
-            name=self.name, score=score, passed=passed_at(score, self.threshold), threshold=self.threshold,
-            status=status, message=message, reasoning=reasoning, claims=claims, usage=usage or Usage(),
-            latency_ms=(time.perf_counter() - started) * 1000.0, judge=info, signature=self._signature(),
-            details=details or {}, **rates,
+            name=self.name,
+            score=score,
+            passed=passed_at(score, self.threshold),
+            threshold=self.threshold,
+            status=status,
+            message=message,
+            reasoning=reasoning,
+            claims=claims,
+            usage=usage or Usage(),
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            judge=info,
+            signature=self._signature(),
+            details=details or {},
+            **rates,
         )
 
 
@@ -368,8 +433,13 @@ class VerifiedClaimMetric(ClaimMetric):
     _no_contexts_reasoning: ClassVar[str] = "No contexts were given, so no claim can be verified."
 
     def _empty_answer(self, started: float) -> MetricResult:
-        return self._result(1.0, started, status="no_claims", message="the answer is empty",
-                            reasoning=f"The answer is empty: it makes no claim, so {self._no_claims_reason}.")
+        return self._result(
+            1.0,
+            started,
+            status="no_claims",
+            message="the answer is empty",
+            reasoning=f"The answer is empty: it makes no claim, so {self._no_claims_reason}.",
+        )
 
     def _details(self, outcome: ClaimsOutcome) -> dict[str, Any]:
         return {"chunks": outcome.chunks}
@@ -378,20 +448,33 @@ class VerifiedClaimMetric(ClaimMetric):
         records = outcome.records(sample.contexts)
         details = self._details(outcome)
         if not records:
-            return self._result(1.0, started, status="no_claims", usage=outcome.usage, details=details,
-                                message="the judge found no factual claims in the answer",
-                                reasoning=f"The answer makes no factual claim, so {self._no_claims_reason}.")
+            return self._result(
+                1.0,
+                started,
+                status="no_claims",
+                usage=outcome.usage,
+                details=details,
+                message="the judge found no factual claims in the answer",
+                reasoning=f"The answer makes no factual claim, so {self._no_claims_reason}.",
+            )
         if not sample.contexts:
             for r in records:
                 r.verdict = "not_found"
                 r.reason = "no contexts were given"
             details["no_contexts"] = True
-            return self._result(0.0, started, claims=records, usage=outcome.usage, details=details,
-                                reasoning=self._no_contexts_reasoning.format(n=len(records)))
+            return self._result(
+                0.0,
+                started,
+                claims=records,
+                usage=outcome.usage,
+                details=details,
+                reasoning=self._no_contexts_reasoning.format(n=len(records)),
+            )
         return self._score_claims(records, outcome, details, started)
 
-    def _score_claims(self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any],
-                      started: float) -> MetricResult:
+    def _score_claims(
+        self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any], started: float
+    ) -> MetricResult:
         raise NotImplementedError
 
 

@@ -49,7 +49,9 @@ def embedding_identity(embedder: Any) -> dict[str, Any] | None:
 
 def embedding_cache_key(identity: Mapping[str, Any], text: str) -> str:
     """The cache key of ``text`` embedded by the embedder named ``identity`` (never an API key)."""
-    return canonical_sha256({"format": KEY_FORMAT, "kind": "embedding", "embedder": dict(identity), "text": text})
+    return canonical_sha256(
+        {"format": KEY_FORMAT, "kind": "embedding", "embedder": dict(identity), "text": text}
+    )
 
 
 @dataclass(slots=True)

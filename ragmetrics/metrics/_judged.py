@@ -18,15 +18,18 @@ __all__ = ["JudgeHolder"]
 class JudgeHolder:
     """Holds a judge spec or object and resolves it into a caching judge on first use."""
 
-    def _init_judge(self, owner: str, llm: str | Judge | None, cache: bool | str | Path,
-                    judge_options: dict[str, Any]) -> None:
+    def _init_judge(
+        self, owner: str, llm: str | Judge | None, cache: bool | str | Path, judge_options: dict[str, Any]
+    ) -> None:
         """Check and store the judge settings.
 
         Raises:
             ConfigError: ``llm`` is neither a spec string, a Judge nor None; a malformed spec or option.
         """
         if llm is not None and not isinstance(llm, (str, Judge)):
-            raise ConfigError(f"{owner}: llm must be a judge spec string or a Judge, got {type(llm).__name__}")
+            raise ConfigError(
+                f"{owner}: llm must be a judge spec string or a Judge, got {type(llm).__name__}"
+            )
         if isinstance(llm, str):
             from ragmetrics.settings import parse_judge_spec
 

@@ -20,8 +20,11 @@ __all__ = ["ClaimExtraction", "ClaimVerification", "ExtractedClaim", "LeanSchema
 def _strip(node: Any, *, names: bool = False) -> Any:
     """Drop ``title`` and ``description`` keywords (but not properties that happen to be so named)."""
     if isinstance(node, dict):
-        return {k: _strip(v, names=(k == "properties")) for k, v in node.items()
-                if names or k not in ("title", "description")}
+        return {
+            k: _strip(v, names=(k == "properties"))
+            for k, v in node.items()
+            if names or k not in ("title", "description")
+        }
     if isinstance(node, list):
         return [_strip(v) for v in node]
     return node
@@ -42,7 +45,13 @@ class LeanSchema(BaseModel):
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: D102
         # Built once per schema: instructor asks for it on every request, through a fresh copy of the
         # class it makes each time, so the cache is keyed by the class's name and fields, not identity.
-        key = (cls.__module__, cls.__qualname__, tuple(cls.model_fields), repr(args), repr(sorted(kwargs.items())))
+        key = (
+            cls.__module__,
+            cls.__qualname__,
+            tuple(cls.model_fields),
+            repr(args),
+            repr(sorted(kwargs.items())),
+        )
         schema = _SCHEMAS.get(key)
         if schema is None:
             schema = _strip(super().model_json_schema(*args, **kwargs))
@@ -59,7 +68,7 @@ class ExtractedClaim(LeanSchema):
     span: str = ""
     """The answer text it comes from."""
     relevance: Literal["direct", "supporting", "off_topic"] = "direct"
-    
+
     """How it bears on the question."""
 
 
@@ -112,7 +121,9 @@ class ClaimVerification(LeanSchema):
             if n_claims is not None and not 0 <= v.claim < n_claims:
                 problems.append(f"claim index {v.claim} is out of range 0..{n_claims - 1}")
             if v.context is not None and n_contexts is not None and not 0 <= v.context < n_contexts:
-                problems.append(f"context index {v.context} for claim {v.claim} is out of range 0..{n_contexts - 1}")
+                problems.append(
+                    f"context index {v.context} for claim {v.claim} is out of range 0..{n_contexts - 1}"
+                )
             seen.add(v.claim)
         if n_claims is not None:
             missing = sorted(set(range(n_claims)) - seen)

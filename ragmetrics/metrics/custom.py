@@ -297,9 +297,11 @@ class CustomEvaluator(Evaluator):
 
     async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         if self.source is not None:
-            outcome = await asyncio.wrap_future(_on_js_thread(
-                _run_js, self.source, prediction, self.timeout, self.memory_limit_mb * 1024 * 1024
-            ))
+            outcome = await asyncio.wrap_future(
+                _on_js_thread(
+                    _run_js, self.source, prediction, self.timeout, self.memory_limit_mb * 1024 * 1024
+                )
+            )
             if outcome.kind != "ok":
                 return self._js_failure(outcome)
             value = outcome.value

@@ -36,8 +36,9 @@ class FaithfulnessMetric(VerifiedClaimMetric):
     def _details(self, outcome: ClaimsOutcome) -> dict[str, Any]:
         return {"addresses_question": outcome.extraction.addresses_question, "chunks": outcome.chunks}
 
-    def _score_claims(self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any],
-                      started: float) -> MetricResult:
+    def _score_claims(
+        self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any], started: float
+    ) -> MetricResult:
         supported = sum(r.verdict == "supported" for r in records)
         score = supported / len(records)
         parts = [f"{supported} of {len(records)} claims are supported by the contexts."]
@@ -48,10 +49,15 @@ class FaithfulnessMetric(VerifiedClaimMetric):
             details["soft"] = True
             parts.append(f"Score = mean support probability {score:.2f} (heuristic judge).")
         for label in ("contradicted", "not_found"):
-            bad = [describe_claim(i, r) + (f" (context {r.context_index})" if r.context_index is not None else "")
-                   for i, r in enumerate(records) if r.verdict == label]
+            bad = [
+                describe_claim(i, r)
+                + (f" (context {r.context_index})" if r.context_index is not None else "")
+                for i, r in enumerate(records)
+                if r.verdict == label
+            ]
             if bad:
                 name = "Contradicted" if label == "contradicted" else "Not found in the contexts"
                 parts.append(f"{name}: {'; '.join(bad)}.")
-        return self._result(score, started, claims=records, usage=outcome.usage, details=details,
-                            reasoning=" ".join(parts))
+        return self._result(
+            score, started, claims=records, usage=outcome.usage, details=details, reasoning=" ".join(parts)
+        )

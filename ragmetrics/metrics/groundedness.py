@@ -31,20 +31,29 @@ class GroundednessMetric(VerifiedClaimMetric):
     _no_claims_reason = "nothing in it needs grounding"
     _no_contexts_reasoning = "No contexts were given, so no claim can be grounded."
 
-    def _score_claims(self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any],
-                      started: float) -> MetricResult:
+    def _score_claims(
+        self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any], started: float
+    ) -> MetricResult:
         weights = [max(1, len(r.text)) for r in records]
         grounded = [r.verdict == "supported" and bool(r.evidence_verified) for r in records]
         score = sum(w for w, g in zip(weights, grounded) if g) / sum(weights)
-        unverified = [describe_claim(i, r) for i, r in enumerate(records)
-                      if r.verdict == "supported" and not r.evidence_verified]
+        unverified = [
+            describe_claim(i, r)
+            for i, r in enumerate(records)
+            if r.verdict == "supported" and not r.evidence_verified
+        ]
         ungrounded = [describe_claim(i, r) for i, r in enumerate(records) if r.verdict != "supported"]
         details["grounded_claims"] = sum(grounded)
-        parts = [f"{sum(grounded)} of {len(records)} claims ({score:.0%} of the claim text) are backed by a "
-                 "quote found in the cited context."]
+        parts = [
+            f"{sum(grounded)} of {len(records)} claims ({score:.0%} of the claim text) are backed by a "
+            "quote found in the cited context."
+        ]
         if unverified:
-            parts.append(f"Judged supported but the quote was not found in the context: {'; '.join(unverified)}.")
+            parts.append(
+                f"Judged supported but the quote was not found in the context: {'; '.join(unverified)}."
+            )
         if ungrounded:
             parts.append(f"Not supported: {'; '.join(ungrounded)}.")
-        return self._result(score, started, claims=records, usage=outcome.usage, details=details,
-                            reasoning=" ".join(parts))
+        return self._result(
+            score, started, claims=records, usage=outcome.usage, details=details, reasoning=" ".join(parts)
+        )

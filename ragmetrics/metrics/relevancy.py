@@ -33,26 +33,39 @@ class RelevancyMetric(ClaimMetric):
     needs_verification = False
 
     def _empty_answer(self, started: float) -> MetricResult:
-        return self._result(0.0, started, status="no_claims", message="the answer is empty",
-                            reasoning="The answer is empty, so it does not address the question.")
+        return self._result(
+            0.0,
+            started,
+            status="no_claims",
+            message="the answer is empty",
+            reasoning="The answer is empty, so it does not address the question.",
+        )
 
     def _finish(self, sample: Sample, outcome: ClaimsOutcome, started: float) -> MetricResult:
         records = outcome.records(sample.contexts)
         addresses = outcome.extraction.addresses_question
         details = {"addresses_question": addresses}
         if not records:
-            return self._result(0.0, started, status="no_claims", usage=outcome.usage, details=details,
-                                message="the answer makes no claim (evasive or non-committal)",
-                                reasoning="The answer makes no claim about the question: it is evasive or "
-                                          "non-committal.")
+            return self._result(
+                0.0,
+                started,
+                status="no_claims",
+                usage=outcome.usage,
+                details=details,
+                message="the answer makes no claim (evasive or non-committal)",
+                reasoning="The answer makes no claim about the question: it is evasive or non-committal.",
+            )
         mean = sum(_CLAIM_WEIGHT[r.relevance or "direct"] for r in records) / len(records)
         factor = _ANSWER_FACTOR[addresses]
         score = mean * factor
         off = [describe_claim(i, r) for i, r in enumerate(records) if r.relevance == "off_topic"]
-        parts = [f"{len(records) - len(off)} of {len(records)} claims bear on the question; the answer "
-                 f"addresses it: {addresses} (factor {factor:g})."]
+        parts = [
+            f"{len(records) - len(off)} of {len(records)} claims bear on the question; the answer "
+            f"addresses it: {addresses} (factor {factor:g})."
+        ]
         if off:
             parts.append(f"Off topic: {'; '.join(off)}.")
         details["claim_relevance_mean"] = mean
-        return self._result(score, started, claims=records, usage=outcome.usage, details=details,
-                            reasoning=" ".join(parts))
+        return self._result(
+            score, started, claims=records, usage=outcome.usage, details=details, reasoning=" ".join(parts)
+        )

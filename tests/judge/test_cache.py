@@ -27,7 +27,9 @@ class _InfoOnly:
         self.info = info
 
 
-BASE = JudgeInfo(provider="openai", model="gpt-4o-mini", base_url=None, temperature=0.0, seed=0, max_tokens=2048)
+BASE = JudgeInfo(
+    provider="openai", model="gpt-4o-mini", base_url=None, temperature=0.0, seed=0, max_tokens=2048
+)
 
 
 def _key(info: JudgeInfo = BASE, **request_changes) -> str:
@@ -38,8 +40,14 @@ def _key(info: JudgeInfo = BASE, **request_changes) -> str:
 def test_every_output_affecting_field_changes_the_key():
     base = _key()
     assert _key() == base, "keys are stable"
-    for change in (dict(model="gpt-4o"), dict(provider="anthropic"), dict(base_url="http://localhost:1/v1"),
-                   dict(temperature=0.5), dict(seed=1), dict(max_tokens=100)):
+    for change in (
+        dict(model="gpt-4o"),
+        dict(provider="anthropic"),
+        dict(base_url="http://localhost:1/v1"),
+        dict(temperature=0.5),
+        dict(seed=1),
+        dict(max_tokens=100),
+    ):
         assert _key(BASE.model_copy(update=change)) != base, change
     request = extract_request(Sample.from_fields(question="q", answer="a"))
     edited = Prompt(id=request.prompts[1].id, text=request.prompts[1].text + " ", sha256="0" * 64)
@@ -57,7 +65,9 @@ def test_input_text_changes_the_key(a, b):
     assert (ka == kb) == (a == b)
 
 
-async def test_rerun_makes_zero_calls_and_the_key_is_never_stored(fake_llm_server, openai_spec, tmp_path: Path):
+async def test_rerun_makes_zero_calls_and_the_key_is_never_stored(
+    fake_llm_server, openai_spec, tmp_path: Path
+):
     cache_dir = tmp_path / "cache"
     args = dict(question=seed.PYTHON_Q, answer=seed.PYTHON_A, contexts=seed.PYTHON_CTX)
 
@@ -85,14 +95,18 @@ async def test_rerun_makes_zero_calls_and_the_key_is_never_stored(fake_llm_serve
 
 
 async def test_three_metrics_sharing_a_judge_cost_two_calls(fake_llm_server, openai_spec):
-    metrics = [FaithfulnessMetric(llm=openai_spec, cache=False), RelevancyMetric(llm=openai_spec, cache=False),
-               GroundednessMetric(llm=openai_spec, cache=False)]
+    metrics = [
+        FaithfulnessMetric(llm=openai_spec, cache=False),
+        RelevancyMetric(llm=openai_spec, cache=False),
+        GroundednessMetric(llm=openai_spec, cache=False),
+    ]
     shared = metrics[0].judge
     for m in metrics[1:]:
         m.use_judge(shared)
     fake_llm_server.latency = 0.05  # so the three requests really overlap
-    results = await asyncio.gather(*(m.evaluate(question=seed.PYTHON_Q, answer=seed.PYTHON_A,
-                                                contexts=seed.PYTHON_CTX) for m in metrics))
+    results = await asyncio.gather(
+        *(m.evaluate(question=seed.PYTHON_Q, answer=seed.PYTHON_A, contexts=seed.PYTHON_CTX) for m in metrics)
+    )
     assert fake_llm_server.calls.total() == 2
     assert shared.stats.misses == 2 and shared.stats.shared + shared.stats.hits == 3
     assert sum(r.usage.calls for r in results) == 2, "each call is billed once"
@@ -125,7 +139,8 @@ def test_offline_judge_is_not_written_to_disk(tmp_path):
 
 
 async def test_a_price_file_named_in_the_environment_overrides_the_bundled_table(
-        fake_llm_server, openai_spec, tmp_path, monkeypatch):
+    fake_llm_server, openai_spec, tmp_path, monkeypatch
+):
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"openai": {"gpt-4o-mini": [1000.0, 0.0]}}))
     monkeypatch.setenv("RAGMETRICS_PRICES", str(prices))

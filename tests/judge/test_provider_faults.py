@@ -99,8 +99,12 @@ async def test_never_valid_output_is_judge_output_invalid_not_a_zero(fake_llm_se
 
 
 async def test_claim_index_out_of_range_is_reasked(fake_llm_server, openai_spec):
-    bad = {"verdicts": [{"claim": 7, "verdict": "supported", "context": 0, "evidence": "x", "reason": "r"},
-                        {"claim": 1, "verdict": "supported", "context": 0, "evidence": "x", "reason": "r"}]}
+    bad = {
+        "verdicts": [
+            {"claim": 7, "verdict": "supported", "context": 0, "evidence": "x", "reason": "r"},
+            {"claim": 1, "verdict": "supported", "context": 0, "evidence": "x", "reason": "r"},
+        ]
+    }
     fake_llm_server.on("claims.extract", FakeReply(json=seed.PYTHON_EXTRACT))
     fake_llm_server.on("claims.verify", FakeReply(json=bad), times=1)
     fake_llm_server.on("claims.verify", FakeReply(json=seed.PYTHON_VERIFY))
@@ -114,7 +118,9 @@ async def test_claim_index_out_of_range_is_reasked(fake_llm_server, openai_spec)
 
 
 async def test_truncated_output_is_retried_with_more_room(fake_llm_server, openai_spec):
-    fake_llm_server.enqueue(FakeReply(json=seed.PARIS_EXTRACT, truncate=True), FakeReply(json=seed.PARIS_EXTRACT))
+    fake_llm_server.enqueue(
+        FakeReply(json=seed.PARIS_EXTRACT, truncate=True), FakeReply(json=seed.PARIS_EXTRACT)
+    )
     judge = make_judge(openai_spec, max_tokens=500, **FAST)
     reply = await judge.complete(extract_request(sample()))
     assert len(reply.value.claims) == 2, "a cut-off reply is never parsed as a short list"
@@ -160,8 +166,9 @@ async def test_bad_key_is_fatal_and_names_the_variable(fake_llm_server, openai_s
 
 
 async def test_server_without_tool_calling_falls_back_to_json_mode(fake_llm_server, openai_spec):
-    rule = fake_llm_server.on(lambda r: "tools" in r.body,
-                              FakeReply(status=400, message="tools are not supported by this model"))
+    rule = fake_llm_server.on(
+        lambda r: "tools" in r.body, FakeReply(status=400, message="tools are not supported by this model")
+    )
     fake_llm_server.on("claims.extract", FakeReply(json=seed.PARIS_EXTRACT))
     judge = make_judge(openai_spec, **FAST)
     reply = await judge.complete(extract_request(sample()))

@@ -19,26 +19,37 @@ from ragmetrics.testing import FakeReply
 
 Q = "Tell me about the Eiffel Tower."
 A = "It is in Paris. It opened in 1889. It is 330 m tall. It is painted blue."
-CTX = ["The Eiffel Tower is a wrought-iron lattice tower in Paris, France.",
-       "It opened in 1889 and is 330 metres tall. It is painted in a brown colour."]
-EXTRACT = {"claims": [
-    {"text": "The Eiffel Tower is in Paris.", "span": "It is in Paris.", "relevance": "direct"},
-    {"text": "The Eiffel Tower opened in 1889.", "span": "It opened in 1889.", "relevance": "direct"},
-    {"text": "The Eiffel Tower is 330 m tall.", "span": "It is 330 m tall.", "relevance": "direct"},
-    {"text": "The Eiffel Tower is painted blue.", "span": "It is painted blue.", "relevance": "off_topic"},
-], "addresses_question": "partially"}
+CTX = [
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris, France.",
+    "It opened in 1889 and is 330 metres tall. It is painted in a brown colour.",
+]
+EXTRACT = {
+    "claims": [
+        {"text": "The Eiffel Tower is in Paris.", "span": "It is in Paris.", "relevance": "direct"},
+        {"text": "The Eiffel Tower opened in 1889.", "span": "It opened in 1889.", "relevance": "direct"},
+        {"text": "The Eiffel Tower is 330 m tall.", "span": "It is 330 m tall.", "relevance": "direct"},
+        {
+            "text": "The Eiffel Tower is painted blue.",
+            "span": "It is painted blue.",
+            "relevance": "off_topic",
+        },
+    ],
+    "addresses_question": "partially",
+}
 
 
 def verdict(i, v, ctx=None, ev="", reason="r"):
     return {"claim": i, "verdict": v, "context": ctx, "evidence": ev, "reason": reason}
 
 
-VERIFY = {"verdicts": [
-    verdict(0, "supported", 0, "a wrought-iron lattice tower in Paris"),
-    verdict(1, "supported", 1, "It opened in 1889"),
-    verdict(2, "supported", 1, "this quote is not in the context at all"),
-    verdict(3, "contradicted", 1, "It is painted in a brown colour."),
-]}
+VERIFY = {
+    "verdicts": [
+        verdict(0, "supported", 0, "a wrought-iron lattice tower in Paris"),
+        verdict(1, "supported", 1, "It opened in 1889"),
+        verdict(2, "supported", 1, "this quote is not in the context at all"),
+        verdict(3, "contradicted", 1, "It is painted in a brown colour."),
+    ]
+}
 
 
 @pytest.fixture
@@ -52,9 +63,14 @@ async def test_three_of_four_supported_scores_three_quarters(scripted, openai_sp
     metric = FaithfulnessMetric(llm=openai_spec, threshold=0.8)
     result = await metric.evaluate(question=Q, answer=A, contexts=CTX)
     assert result.score == 0.75 and result.passed is False and result.threshold == 0.8
-    assert result.supported_rate == 0.75 and result.contradicted_rate == 0.25 and result.unverifiable_rate == 0.0
+    assert (
+        result.supported_rate == 0.75 and result.contradicted_rate == 0.25 and result.unverifiable_rate == 0.0
+    )
     assert "3 of 4" in result.reasoning and "painted blue" in result.reasoning
-    assert result.signature.startswith("faithfulness|prompts=extract.v1:") and "judge=openai:gpt-4o-mini@" in result.signature
+    assert (
+        result.signature.startswith("faithfulness|prompts=extract.v1:")
+        and "judge=openai:gpt-4o-mini@" in result.signature
+    )
     await metric.judge.aclose()
 
 
@@ -151,9 +167,19 @@ async def test_delimiters_in_untrusted_text_cannot_close_their_block(fake_llm_se
 
 async def test_contexts_over_budget_are_verified_in_chunks_with_the_merge_rule(fake_llm_server, openai_spec):
     contexts = ["alpha " * 200, "beta " * 200, "gamma " * 200]  # ~300 tokens each
-    fake_llm_server.on("claims.extract", FakeReply(json={"claims": [
-        {"text": "c0", "span": "c0"}, {"text": "c1", "span": "c1"}, {"text": "c2", "span": "c2"}],
-        "addresses_question": "yes"}))
+    fake_llm_server.on(
+        "claims.extract",
+        FakeReply(
+            json={
+                "claims": [
+                    {"text": "c0", "span": "c0"},
+                    {"text": "c1", "span": "c1"},
+                    {"text": "c2", "span": "c2"},
+                ],
+                "addresses_question": "yes",
+            }
+        ),
+    )
 
     def per_chunk(request):
         ctx = request.variables["contexts"][0]
@@ -162,8 +188,11 @@ async def test_contexts_over_budget_are_verified_in_chunks_with_the_merge_rule(f
         elif ctx.startswith("beta"):
             vs = [verdict(0, "supported", 0, "beta"), verdict(1, "not_found"), verdict(2, "not_found")]
         else:
-            vs = [verdict(0, "contradicted", 0, "gamma"), verdict(1, "supported", 0, "gamma"),
-                  verdict(2, "not_found")]
+            vs = [
+                verdict(0, "contradicted", 0, "gamma"),
+                verdict(1, "supported", 0, "gamma"),
+                verdict(2, "not_found"),
+            ]
         return FakeReply(json={"verdicts": vs})
 
     fake_llm_server.on("claims.verify", per_chunk)
@@ -176,7 +205,9 @@ async def test_contexts_over_budget_are_verified_in_chunks_with_the_merge_rule(f
 
 
 async def test_one_oversize_context_is_split(fake_llm_server, openai_spec):
-    fake_llm_server.on("claims.extract", FakeReply(json={"claims": [{"text": "c0"}], "addresses_question": "yes"}))
+    fake_llm_server.on(
+        "claims.extract", FakeReply(json={"claims": [{"text": "c0"}], "addresses_question": "yes"})
+    )
     metric = FaithfulnessMetric(llm=openai_spec, context_budget_tokens=100)
     result = await metric.evaluate(question="q", answer="c0", contexts=["word. " * 300])
     assert result.details["chunks"] >= 4
@@ -188,9 +219,12 @@ async def test_non_english_answer_keeps_its_claims_in_its_language():
     result = await metric.evaluate(
         question="Quelle est la capitale de la France ?",
         answer="Paris est la capitale de la France. Elle compte environ deux millions d'habitants.",
-        contexts=["Paris est la capitale de la France et compte environ deux millions d'habitants."])
-    assert [c.text for c in result.claims] == ["Paris est la capitale de la France.",
-                                               "Elle compte environ deux millions d'habitants."]
+        contexts=["Paris est la capitale de la France et compte environ deux millions d'habitants."],
+    )
+    assert [c.text for c in result.claims] == [
+        "Paris est la capitale de la France.",
+        "Elle compte environ deux millions d'habitants.",
+    ]
     assert result.score == 1.0
     assert result.reasoning.startswith("[offline heuristic judge]")
     assert result.judge.heuristic

@@ -168,8 +168,10 @@ async def test_llm_rubric_uses_the_judge_verdict_and_fills_placeholders():
     result = await ev.evaluate("Sure, <happy> to help", "", "Can you help?")
     assert result.passed and result.score == 0.8 and result.threshold is None
     sent = judge.requests[0].messages[1].content
-    filled = ("The reply to Can you help? is polite and never says &lt;b&gt;no&lt;/b&gt;: "
-              "Sure, &lt;happy&gt; to help")
+    filled = (
+        "The reply to Can you help? is polite and never says &lt;b&gt;no&lt;/b&gt;: "
+        "Sure, &lt;happy&gt; to help"
+    )
     assert filled in sent
     assert "<output>\nSure, &lt;happy&gt; to help\n</output>" in sent
     assert judge.requests[0].variables["rubric"].endswith(": Sure, <happy> to help")

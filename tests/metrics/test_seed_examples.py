@@ -35,7 +35,9 @@ async def test_faithfulness_seed_example_scores_one_half(fake_llm_server, spec):
     assert score == 0.5
     result = await metric.evaluate(question=seed.PYTHON_Q, answer=seed.PYTHON_A, contexts=seed.PYTHON_CTX)
     assert [c.verdict for c in result.claims] == ["contradicted", "supported"]
-    assert result.contradicted_rate == 0.5 and result.supported_rate == 0.5 and result.unverifiable_rate == 0.0
+    assert (
+        result.contradicted_rate == 0.5 and result.supported_rate == 0.5 and result.unverifiable_rate == 0.0
+    )
     assert result.claims[0].evidence == "Python is an interpreted language"
     assert result.claims[0].context_index == 0 and result.claims[0].evidence_verified is True
     assert "compiled" in result.reasoning
