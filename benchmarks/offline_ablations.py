@@ -29,10 +29,11 @@ the same claims the judge extracts):
 And one built apart from the judge's claims: ``sentence_min``, the minimum over answer *sentences*
 of the mean of content, word and bigram recall (the per-sentence signals DESIGN.md lists).
 
-Observed on 2026-11-30 (``benchmarks/results/offline_ablations.json``): every variant lands within
-about 0.015 AUROC of the shipped judge and none has a paired interval above 0; also measured once by
-hand and not kept here (it needs WordNet data, which no maintained PyPI package ships): adding
-WordNet synonyms of the context words to the pool, 0.923 overall (+0.013, interval -0.011 to +0.038).
+Observed on 2026-11-30 (``benchmarks/results/offline_ablations.json``): every variant but bigram
+recall alone lands within about 0.015 AUROC of the shipped judge and none has a paired interval
+above 0. Also measured once by hand and not kept here (it needs WordNet data, which no maintained
+PyPI package ships): adding WordNet synonyms of the context words to the pool, 0.923 overall
+(+0.013, interval -0.011 to +0.038).
 """
 
 from __future__ import annotations

