@@ -135,7 +135,7 @@ def main() -> None:
             server_calls = 0
     lean = [
         r
-        for r, row in zip(records, rows)
+        for r, row in zip(records, rows, strict=True)  # score_all returns one record per row
         if 800 <= sum(est_tokens(c) for c in row["contexts"]) <= 1200
         and 2 <= row["answer"].count(". ") + 1 <= 4
     ]

@@ -20,10 +20,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the synthetic-record builder lives with the report tests
 
-from tests.report.builders import synthetic_records  # noqa: E402
-
 from ragmetrics.pipeline import Report  # noqa: E402
 from ragmetrics.report import write_html_report  # noqa: E402
+from tests.report.builders import synthetic_records  # noqa: E402
 
 CHROMIUM_ARGS = [
     "--headless",

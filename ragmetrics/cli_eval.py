@@ -201,7 +201,8 @@ def _summary_table(report: Any) -> str:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(agg.statuses.items()) if k != "ok") or "all ok"
         rows.append([agg.name, _fmt(agg.mean), ci, rate, f"{agg.count}/{agg.total}", statuses])
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    table = [header, *rows]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -298,8 +299,9 @@ def _eval(args: argparse.Namespace) -> int:
         print()
         print(_summary_table(report))
         usage = stats.usage
+        tokens = usage.prompt_tokens + usage.completion_tokens
         print(
-            f"\n{stats.samples} samples, {usage.calls} LLM calls, {usage.prompt_tokens + usage.completion_tokens} "
+            f"\n{stats.samples} samples, {usage.calls} LLM calls, {tokens} "
             f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s"
         )
         worst = _worst(results, args.worst)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ragmetrics.testing import fake_llm_server  # noqa: F401, F811  (the loopback fake LLM provider fixture)
+# Importing the fixture registers it (the way ragmetrics.testing documents for users' conftest.py files).
+from ragmetrics.testing import fake_llm_server  # noqa: F401
 
 _PROVIDER_VARIABLES = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
     "RAGMETRICS_JUDGE",
     "RAGMETRICS_CACHE_DIR",
     "RAGMETRICS_PRICES",
@@ -47,6 +49,6 @@ def dummy_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def openai_spec(fake_llm_server, dummy_keys) -> str:
+def openai_spec(fake_llm_server, dummy_keys) -> str:  # noqa: F811 - pytest injects the imported fixture
     """A judge spec for the OpenAI-compatible fake server."""
     return f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"

@@ -1,5 +1,7 @@
-"""What every network judge shares: the concurrency bound, the retry loop, truncation handling,
-usage and cost accounting, and per-event-loop SDK clients.
+"""What every network judge shares.
+
+The concurrency bound, the retry loop, truncation handling, usage and cost accounting, and
+per-event-loop SDK clients.
 
 Subclasses implement three things: build an SDK client, make one structured call through
 instructor, and classify an SDK exception into a :class:`~ragmetrics.judge.retry.Failure`.

@@ -43,7 +43,8 @@ def load_prices(path: str | Path | None = None) -> dict[str, dict[str, tuple[flo
                 table.setdefault(provider, {})[model] = (float(inp), float(out))
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         raise ConfigError(
-            f"price file {path}: expected {{provider: {{model: [input_usd_per_mtok, output_usd_per_mtok]}}}}: {exc}"
+            f"price file {path}: expected "
+            f"{{provider: {{model: [input_usd_per_mtok, output_usd_per_mtok]}}}}: {exc}"
         ) from exc
     return table
 

@@ -114,6 +114,7 @@ class WaitRetryAfterOrBackoff(wait_base):
         self.rng = rng or random.Random()
 
     def __call__(self, retry_state: RetryCallState) -> float:
+        """Seconds to wait before the next attempt (tenacity's wait protocol)."""
         policy = self.policy
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         backoff = min(policy.maximum_s, policy.initial_s * 2 ** (retry_state.attempt_number - 1))

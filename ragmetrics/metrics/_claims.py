@@ -208,7 +208,7 @@ async def run_claims(
     replies: list[JudgeReply] = await asyncio.gather(
         *(judge.complete(verify_request(claims, [p.text for p in chunk], repeat)) for chunk in chunks)
     )
-    for chunk, chunk_reply in zip(chunks, replies):
+    for chunk, chunk_reply in zip(chunks, replies, strict=True):  # gather: one reply per chunk
         usage = usage + chunk_reply.usage
         result: ClaimVerification = chunk_reply.value  # type: ignore[assignment]
         for v in result.verdicts:

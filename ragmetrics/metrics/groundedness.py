@@ -36,7 +36,7 @@ class GroundednessMetric(VerifiedClaimMetric):
     ) -> MetricResult:
         weights = [max(1, len(r.text)) for r in records]
         grounded = [r.verdict == "supported" and bool(r.evidence_verified) for r in records]
-        score = sum(w for w, g in zip(weights, grounded) if g) / sum(weights)
+        score = sum(w for w, g in zip(weights, grounded, strict=True) if g) / sum(weights)
         unverified = [
             describe_claim(i, r)
             for i, r in enumerate(records)

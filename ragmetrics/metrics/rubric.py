@@ -31,6 +31,7 @@ from typing import Any
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
+from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics._rubric_schemas import (
     EvaluationSteps,
     GEvalGrade,
@@ -39,7 +40,6 @@ from ragmetrics.metrics._rubric_schemas import (
     RubricGrade,
     parse_rating,
 )
-from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics.evaluators import Evaluator, Scored, judge_failure, package_version
 from ragmetrics.prompting import Prompt, Raw, escape, load_prompt, numbered_blocks, render
 from ragmetrics.score import MetricResult, Usage
