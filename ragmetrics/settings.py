@@ -5,7 +5,8 @@ A judge is named by a spec string:
 - ``openai:MODEL`` (key from ``OPENAI_API_KEY``, base URL from ``OPENAI_BASE_URL`` if set)
 - ``openai:MODEL@http://localhost:11434/v1`` (any OpenAI-compatible server: Ollama, vLLM,
   llama.cpp, LM Studio; no key needed unless the server wants one)
-- ``anthropic:MODEL`` (key from ``ANTHROPIC_API_KEY``)
+- ``anthropic:MODEL`` (key from ``ANTHROPIC_API_KEY``, base URL from ``ANTHROPIC_BASE_URL`` if set)
+- ``anthropic:MODEL@https://proxy.example/`` (an Anthropic-compatible server or gateway)
 - ``offline`` (the deterministic heuristic judge: no key, no network)
 
 With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else
@@ -34,6 +35,9 @@ __all__ = [
 
 PROVIDERS = ("openai", "anthropic", "offline")
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+BASE_URL_VARIABLES = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+"""The base-URL variables the provider SDKs read; read here instead, so that the URL is part of the
+judge's name and cache key (two servers behind the same variable never share cache entries)."""
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 
 
@@ -129,12 +133,16 @@ def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
         model, _, base_url = rest.partition("@")
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"judge spec {spec!r}: the part after '@' must be an http(s) base URL")
-        if provider != "openai":
-            raise ConfigError(f"judge spec {spec!r}: a base URL is supported for 'openai:' (compatible) servers")
     model = model.strip() or DEFAULT_MODELS[provider]
-    if base_url is None and provider == "openai":
-        base_url = os.environ.get("OPENAI_BASE_URL") or None
+    if base_url is None:
+        base_url = base_url_from_env(provider)
     return JudgeSettings(provider=provider, model=model, base_url=base_url, **options)  # type: ignore[arg-type]
+
+
+def base_url_from_env(provider: str) -> str | None:
+    """The provider's base URL from ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``, or None when unset."""
+    var = BASE_URL_VARIABLES.get(provider)
+    return (os.environ.get(var) or None) if var else None
 
 
 def default_judge_spec(env: Mapping[str, str] | None = None) -> str:

@@ -32,6 +32,7 @@ from ragmetrics.metrics._embedding_cache import CachingEmbedder, EmbeddingCountE
 from ragmetrics.metrics.base import check_threshold
 from ragmetrics.metrics.evaluators import Evaluator, Scored, judge_failure
 from ragmetrics.score import Usage
+from ragmetrics.settings import base_url_from_env
 
 __all__ = [
     "CachingEmbedder",
@@ -155,7 +156,8 @@ class OpenAIEmbeddings:
 
     Args:
         model: The embedding model (default ``text-embedding-3-small``).
-        base_url: The API base URL of a compatible server (``http://localhost:11434/v1``); None for OpenAI.
+        base_url: The API base URL of a compatible server (``http://localhost:11434/v1``); None for
+            ``OPENAI_BASE_URL`` when set, else OpenAI.
         api_key: The key; None lets the SDK read its usual environment variable.
         dimensions: Requested vector size, for models that support it.
         timeout: Seconds per request.
@@ -177,7 +179,8 @@ class OpenAIEmbeddings:
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(f"OpenAIEmbeddings: model must be a non-empty string, got {model!r}")
         self.model = model
-        self.base_url = base_url
+        # OPENAI_BASE_URL is read here (through settings), not left to the SDK: the URL names the vectors
+        self.base_url = base_url if base_url is not None else base_url_from_env("openai")
         self.dimensions = dimensions
         self.timeout = timeout
         self.max_retries = max_retries

@@ -194,3 +194,19 @@ def test_resolve_embedder_cache_option(tmp_path, monkeypatch):
         resolve_embedder("fake", cache=3)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="cosine_similarity"):
         EmbeddingDistanceEvaluator("fake", cache="")
+
+
+
+async def test_servers_behind_openai_base_url_do_not_share_cache_entries(
+    fake_llm_server, dummy_keys, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm_server.openai_base_url)
+    behind_variable = CachingEmbedder(OpenAIEmbeddings("fake-embedding"), tmp_path)
+    assert len(await behind_variable.embed(["a text"])) == 1  # the SDK really went to the loopback server
+    assert _embeddings(fake_llm_server) == 1
+    named = behind_variable.inner.cache_identity
+    assert named["base_url"] == fake_llm_server.openai_base_url  # the variable's URL names the vectors
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    plain = OpenAIEmbeddings("fake-embedding")
+    assert plain.cache_identity["base_url"] is None
+    assert embedding_cache_key(plain.cache_identity, "a text") != embedding_cache_key(named, "a text")
