@@ -4,7 +4,8 @@
 thread) that the real ``openai`` and ``anthropic`` SDKs, and instructor on top of them, talk to over
 real HTTP through ``base_url``. It speaks OpenAI Chat Completions (``/v1/chat/completions``),
 Anthropic Messages (``/v1/messages``), OpenAI embeddings (``/v1/embeddings``) and model listings
-(``GET /v1/models``); the wire formats live in :mod:`ragmetrics._fake_wire`.
+(``GET /v1/models``); the wire formats, the transport and the request handling live in the private
+:mod:`ragmetrics._fake` package.
 
 What answers a request, first match wins:
 
@@ -35,24 +36,19 @@ import it into a ``conftest.py`` (``from ragmetrics.testing import fake_llm_serv
 
 from __future__ import annotations
 
-import html
-import json
 import random
 import threading
-import traceback
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from types import MappingProxyType, TracebackType
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Sequence
+from types import TracebackType
 
-from pydantic import BaseModel
-
-from ragmetrics import _fake_wire as wire
+from ragmetrics._fake.records import Endpoint as Endpoint  # re-exported: the type of FakeRequest.endpoint
+from ragmetrics._fake.records import FakeReply, FakeRequest, FakeRule, Faults
+from ragmetrics._fake.records import Source as Source  # re-exported: the type of FakeRequest.source
+from ragmetrics._fake.serving import Serving
+from ragmetrics._fake.tasks import Answerer, offline_answer
+from ragmetrics._fake.transport import LoopbackServer
 from ragmetrics.errors import ConfigError, MissingDependencyError
-from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
-from ragmetrics.metrics._rubric_schemas import EvaluationSteps, GEvalGrade, JudgeRating, RubricGrade
-from ragmetrics.prompting import parse_blocks, parse_numbered_blocks
 
 try:  # the fixture is optional: importing this module must not need pytest
     import pytest
@@ -61,251 +57,10 @@ except ImportError:  # pragma: no cover - exercised only without pytest installe
 
 __all__ = ["FakeLLMServer", "FakeReply", "FakeRequest", "FakeRule", "fake_llm_server"]
 
-Endpoint = Literal["chat", "messages", "embeddings", "models"]
-Source = Literal["rule", "queue", "fault", "default"]
-Answerer = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
-
-_ENDPOINTS: Mapping[tuple[str, str], Endpoint] = MappingProxyType(
-    {
-        ("POST", "/v1/chat/completions"): "chat",
-        ("POST", "/v1/messages"): "messages",
-        ("POST", "/v1/embeddings"): "embeddings",
-        ("GET", "/v1/models"): "models",
-    }
-)
-_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
-_REDACTED = "[redacted]"
 _POLL = 0.05  # seconds between checks of the serve loop for a stop request
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FakeReply:
-    """How the fake server answers one request; the fields combine.
-
-    With no ``json`` and no ``content`` the default answer is sent (so ``FakeReply(delay=1)`` is the
-    default answer, one second late). For embeddings only ``status``, ``headers``, ``retry_after``,
-    ``delay``, ``hang``, ``drop`` and ``malformed`` apply.
-
-    Attributes:
-        json: The structured answer (a JSON-able value or a pydantic model): tool arguments, a
-            ``tool_use`` input, or the JSON content, as the request's mode expects.
-        content: Raw message text, sent as the content whatever the mode (e.g. prose, no tool call).
-        status: HTTP status; 400 and above sends a provider-shaped error body.
-        message: The error message for an error status.
-        headers: Extra response headers.
-        retry_after: Seconds for a ``Retry-After`` header.
-        delay: Seconds to wait before answering (added to the server's latency).
-        malformed: Send syntactically broken JSON where the answer goes (for Anthropic tools: a text
-            block instead of a ``tool_use`` block); for embeddings, a broken body.
-        invalid: Send well-formed JSON that fails the schema (``{}``).
-        truncate: Send the answer cut in half with ``finish_reason="length"`` (OpenAI) or
-            ``stop_reason="max_tokens"`` (Anthropic).
-        hang: Never answer; the request waits until the client gives up or the server stops.
-        drop: Close the connection without a response.
-    """
-
-    json: Any = None
-    content: str | None = None
-    status: int = 200
-    message: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    retry_after: float | None = None
-    delay: float = 0.0
-    malformed: bool = False
-    invalid: bool = False
-    truncate: bool = False
-    hang: bool = False
-    drop: bool = False
-
-    def __post_init__(self) -> None:
-        if self.json is not None and self.content is not None:
-            raise ConfigError("FakeReply takes json or content, not both")
-        if not 200 <= self.status <= 599:
-            raise ConfigError(f"FakeReply status must be an HTTP status in 200..599, got {self.status}")
-        if self.delay < 0:
-            raise ConfigError(f"FakeReply delay must be >= 0 seconds, got {self.delay}")
-        if self.hang and self.drop:
-            raise ConfigError("FakeReply cannot both hang and drop")
-        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FakeRequest:
-    """One request the fake server received, as rule predicates and ``requests`` see it.
-
-    API key header values are never stored: ``headers`` holds ``[redacted]`` in their place and
-    ``has_api_key`` says whether one was sent.
-    """
-
-    index: int
-    """0-based arrival number since the last reset."""
-    endpoint: Endpoint
-    """``chat`` (OpenAI), ``messages`` (Anthropic), ``embeddings`` or ``models``."""
-    method: str
-    """``GET`` or ``POST``."""
-    path: str
-    """The URL path, e.g. ``/v1/chat/completions``."""
-    headers: Mapping[str, str]
-    """Request headers, lower-cased names, key values redacted."""
-    has_api_key: bool
-    """Whether an ``Authorization`` or ``x-api-key`` header was sent."""
-    body: Mapping[str, Any]
-    """The JSON body (empty for GET)."""
-    model: str | None = None
-    """The requested model."""
-    mode: str | None = None
-    """How structured output was asked for: ``tools``, ``functions``, ``json_schema``,
-    ``json_object`` or ``text``."""
-    schema: str | None = None
-    """The response schema's name (``ClaimExtraction``)."""
-    task: str | None = None
-    """The ragmetrics task the schema stands for (``claims.extract``), if known."""
-    variables: Mapping[str, Any] | None = None
-    """The task's variables read back from the prompt, if the task is known."""
-    prompt: str = ""
-    """The user messages' text, joined by blank lines (embeddings: the inputs)."""
-    prompt_tokens: int = 0
-    """Estimated prompt tokens."""
-    source: Source = "default"
-    """What answered it: a ``rule``, the ``queue``, a random ``fault`` or the ``default``."""
-    reply: FakeReply | None = None
-    """The scripted or fault reply used (None for the default answer)."""
-
-
-class FakeRule:
-    """A scripted rule added by :meth:`FakeLLMServer.on`; read ``hits``, or ``cancel()`` it."""
-
-    __slots__ = ("_match", "_reply", "_times", "hits")
-
-    def __init__(
-        self,
-        match: Callable[[FakeRequest], bool],
-        reply: FakeReply | Callable[[FakeRequest], FakeReply],
-        times: int | None,
-    ) -> None:
-        self._match = match
-        self._reply = reply
-        self._times = times
-        self.hits = 0
-        """How many requests this rule answered."""
-
-    @property
-    def active(self) -> bool:
-        """Whether the rule still answers requests."""
-        return self._times is None or self.hits < self._times
-
-    def cancel(self) -> None:
-        """Stop answering requests with this rule."""
-        self._times = self.hits
-
-
-@dataclass(frozen=True, slots=True)
-class _Task:
-    name: str
-    """The task name (``claims.extract``)."""
-    read: Callable[[Sequence[str]], dict[str, Any] | None]
-    """Reads the task's variables back from the user messages (None if they are not there)."""
-    model: type[BaseModel]
-    """The response model; its field names recognise a schema sent without a name or title."""
-
-
-def _block_value(text: str | None) -> str | None:
-    """A leaf block's raw value: unescaped, and None for the ``(none)`` that ``render`` writes for None.
-
-    ``parse_blocks`` returns bodies as rendered (escaped), so they are unescaped here.
-    """
-    if text is None:
-        return None
-    text = html.unescape(text)
-    return None if text == "(none)" else text
-
-
-def _extract_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
-    for text in user_texts:
-        blocks = parse_blocks(text)
-        if "answer" in blocks:
-            return {
-                "question": _block_value(blocks.get("question")),
-                "answer": _block_value(blocks["answer"]) or "",
-            }
-    return None
-
-
-def _verify_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
-    for text in user_texts:
-        if "<claims>" in text:
-            return {
-                "claims": parse_numbered_blocks(text, "claim"),
-                "contexts": parse_numbered_blocks(text, "context"),
-            }
-    return None
-
-
-def _blocks_reader(**names: str) -> Callable[[Sequence[str]], dict[str, Any] | None]:
-    """Reads variables from leaf blocks: ``variable=block tag``; the first block must be present."""
-    first = next(iter(names.values()))
-
-    def read(user_texts: Sequence[str]) -> dict[str, Any] | None:
-        for text in user_texts:
-            blocks = parse_blocks(text)
-            if first in blocks:
-                return {var: _block_value(blocks.get(tag)) or "" for var, tag in names.items()}
-        return None
-
-    return read
-
-
-def _steps_reader(user_texts: Sequence[str]) -> dict[str, Any] | None:
-    found = _blocks_reader(criteria="criteria", steps="steps", input="input", output="output")(user_texts)
-    if found is not None:
-        found["steps"] = [s for s in found["steps"].splitlines() if s.strip()]
-    return found
-
-
-_TASKS: Mapping[str, _Task] = MappingProxyType(
-    {
-        task.model.__name__: task
-        for task in (
-            _Task("claims.extract", _extract_variables, ClaimExtraction),
-            _Task("claims.verify", _verify_variables, ClaimVerification),
-            _Task("llm_judge.grade", _blocks_reader(prediction="response", input="input", reference="reference"),
-                  JudgeRating),
-            _Task("llm_rubric.grade", _blocks_reader(rubric="rubric", input="input", output="output"), RubricGrade),
-            _Task("g_eval.steps", _blocks_reader(criteria="criteria"), EvaluationSteps),
-            _Task("g_eval.grade", _steps_reader, GEvalGrade),
-        )
-    }
-)
-"""Response schema name -> the ragmetrics task and how to read its variables back from the prompt."""
-
-
-def _task_for(call: wire.Call) -> _Task | None:
-    """The task a request's response schema stands for: by name, else by its field names."""
-    if call.schema is not None:
-        return _TASKS.get(call.schema)
-    if call.fields:
-        for task in _TASKS.values():
-            if call.fields == frozenset(task.model.model_fields):
-                return task
-    return None
-
-
-def _offline_answer(task: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
-    from ragmetrics.judge import offline  # lazy: written in parallel, and heavier than this module
-
-    return offline.answer(task, variables)
-
-
-class _NoAnswerError(Exception):
-    """No default answer exists for a request; the message says why (sent as HTTP 400)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Faults:
-    cumulative: tuple[tuple[float, FakeReply], ...]
-
-
-class FakeLLMServer:
+class FakeLLMServer(Serving):
     """A fake OpenAI/Anthropic provider on ``127.0.0.1`` for tests and benchmarks.
 
     Thread-safe; use it as a context manager or call :meth:`start` and :meth:`stop` (both
@@ -340,9 +95,9 @@ class FakeLLMServer:
         self._seed = seed
         self.embedding_dim = embedding_dim
         self._models = tuple(models)
-        self._answer: Answerer = answer or _offline_answer
+        self._answer: Answerer = answer or offline_answer
         self._lock = threading.RLock()  # reentrant: rule predicates and reply functions may read the server
-        self._httpd: wire.LoopbackServer | None = None
+        self._httpd: LoopbackServer | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._clear()
@@ -350,7 +105,7 @@ class FakeLLMServer:
     def _clear(self) -> None:
         self._queue: deque[FakeReply] = deque()
         self._rules: list[FakeRule] = []
-        self._faults: _Faults | None = None
+        self._faults: Faults | None = None
         self._fault_rng = random.Random(self._seed)
         self._latency: float | tuple[float, float] = 0.0
         self._latency_rng = random.Random(self._seed)
@@ -367,7 +122,7 @@ class FakeLLMServer:
             if self._httpd is not None:
                 return self
             self._stopping = threading.Event()
-            self._httpd = wire.LoopbackServer(self._address, self._serve)
+            self._httpd = LoopbackServer(self._address, self._serve)
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever,
                 kwargs={"poll_interval": _POLL},
@@ -532,7 +287,7 @@ class FakeLLMServer:
         if total > 1.0 + 1e-9:
             raise ConfigError(f"fault rates add up to {total:.3f}, more than 1")
         with self._lock:
-            self._faults = _Faults(cumulative=tuple(cumulative)) if cumulative else None
+            self._faults = Faults(cumulative=tuple(cumulative)) if cumulative else None
             self._fault_rng = random.Random(self._seed if seed is None else seed)
 
     @property
@@ -587,238 +342,6 @@ class FakeLLMServer:
     def pending(self) -> int:
         """Queued replies not used yet."""
         return len(self._queue)
-
-    # -- serving (runs on handler threads) -------------------------------------------------------
-
-    def _serve(self, handler: wire.Handler, method: str) -> None:
-        endpoint: str = "chat"
-        try:
-            raw = handler.read_body()
-            path = handler.path.split("?", 1)[0]
-            found = _ENDPOINTS.get((method, path))
-            if found is None:
-                endpoint = "messages" if "anthropic-version" in handler.headers else "chat"
-                known = ", ".join(f"{m} {p}" for m, p in _ENDPOINTS)
-                handler.send_error_body(
-                    endpoint, 404, f"FakeLLMServer has no {method} {path}; it serves {known}"
-                )
-                return
-            endpoint = found
-            try:
-                body = json.loads(raw) if raw else {}
-            except ValueError as exc:
-                handler.send_error_body(endpoint, 400, f"the request body is not JSON: {exc}")
-                return
-            if not isinstance(body, dict):
-                handler.send_error_body(endpoint, 400, "the request body must be a JSON object")
-                return
-            self._exchange(handler, found, method, path, body)
-        except OSError:
-            raise  # the client went away; the server drops the connection quietly
-        except Exception as exc:  # a bug, or a raising predicate: tell the client, keep serving
-            traceback.print_exc()
-            try:
-                handler.send_error_body(endpoint, 500, f"FakeLLMServer failed: {exc!r}")
-            except OSError:
-                pass
-
-    def _read_request(
-        self, handler: wire.Handler, endpoint: Endpoint, method: str, path: str, body: dict[str, Any]
-    ) -> tuple[FakeRequest, wire.Call | None]:
-        """Build the request record (API key values redacted) and, for chat/messages, what it asks."""
-        headers = {}
-        has_key = False
-        for name, value in handler.headers.items():
-            name = name.lower()
-            if name in _SECRET_HEADERS:
-                has_key = True
-                value = _REDACTED
-            headers[name] = value
-        call: wire.Call | None = None
-        task: _Task | None = None
-        if endpoint in ("chat", "messages"):
-            call = wire.read_call(endpoint, body)
-            task = _task_for(call)
-            texts = list(call.user_texts)
-            prompt_tokens = wire.estimate_tokens(call.prompt_chars)
-        else:
-            texts = wire.texts_of(body.get("input"))
-            prompt_tokens = wire.estimate_tokens(sum(map(len, texts)))
-        request = FakeRequest(
-            index=0,
-            endpoint=endpoint,
-            method=method,
-            path=path,
-            headers=headers,
-            has_api_key=has_key,
-            body=body,
-            model=body.get("model"),
-            mode=call.mode if call else None,
-            schema=(task.model.__name__ if task else call.schema) if call else None,
-            task=task.name if task else None,
-            variables=task.read(call.user_texts) if task and call else None,
-            prompt="\n\n".join(texts),
-            prompt_tokens=prompt_tokens,
-        )
-        return request, call
-
-    def _exchange(
-        self, handler: wire.Handler, endpoint: Endpoint, method: str, path: str, body: dict[str, Any]
-    ) -> None:
-        request, call = self._read_request(handler, endpoint, method, path, body)
-        request, reply, wait = self._admit(request)
-        stopping = self._stopping
-        if wait > 0 and stopping.wait(wait):
-            handler.close_connection = True
-            return
-        if reply.hang:
-            handler.hang(stopping)
-            return
-        if reply.drop:
-            handler.drop()
-            return
-        extra = dict(reply.headers)
-        if reply.retry_after is not None:
-            extra["Retry-After"] = f"{reply.retry_after:g}"
-        if reply.status >= 400:
-            message = reply.message or f"HTTP {reply.status} scripted by FakeLLMServer"
-            handler.send_error_body(endpoint, reply.status, message, extra)
-            return
-        if endpoint == "models":
-            handler.send(
-                reply.status,
-                wire.dumps(wire.models_body(self._models, anthropic="anthropic-version" in request.headers)),
-            )
-            return
-        if endpoint == "embeddings":
-            self._send_embeddings(handler, request, reply, extra)
-            return
-        assert call is not None
-        if body.get("stream"):
-            handler.send_error_body(endpoint, 400, "FakeLLMServer does not stream; send stream=false")
-            return
-        try:
-            value, text, raw_content = self._answer_text(request, reply)
-        except _NoAnswerError as exc:
-            handler.send_error_body(endpoint, 400, str(exc))
-            return
-        completion_tokens = wire.estimate_tokens(len(text))
-        with self._lock:
-            self._prompt_tokens += request.prompt_tokens
-            self._completion_tokens += completion_tokens
-        payload = wire.completion_body(
-            endpoint,
-            call=call,
-            model=request.model or "fake-model",
-            text=text,
-            value=value,
-            raw_content=raw_content,
-            truncated=reply.truncate,
-            prompt_tokens=request.prompt_tokens,
-            completion_tokens=completion_tokens,
-            seq=request.index,
-        )
-        handler.send(reply.status, wire.dumps(payload), extra)
-
-    def _admit(self, request: FakeRequest) -> tuple[FakeRequest, FakeReply, float]:
-        """Pick the reply and the wait for a request, and record it (one lock hold)."""
-        chosen: FakeReply | Callable[[FakeRequest], FakeReply] | None = None
-        source: Source = "default"
-        with self._lock:
-            request = replace(request, index=len(self._requests))
-            for rule in self._rules:
-                if rule.active and rule._match(request):
-                    rule.hits += 1
-                    chosen, source = rule._reply, "rule"
-                    break
-            else:
-                if self._queue and request.endpoint in ("chat", "messages"):
-                    chosen, source = self._queue.popleft(), "queue"
-                elif self._faults is not None and request.method == "POST":
-                    draw = self._fault_rng.random()
-                    for bound, fault in self._faults.cumulative:
-                        if draw < bound:
-                            chosen, source = fault, "fault"
-                            break
-            latency = self._latency
-            if isinstance(latency, tuple):
-                latency = self._latency_rng.uniform(*latency)
-            if request.method == "POST":
-                self._calls[request.task or request.schema or request.endpoint] += 1
-            if callable(chosen):
-                chosen = chosen(request)
-                if not isinstance(chosen, FakeReply):
-                    raise ConfigError(
-                        f"a rule's reply function returned {type(chosen).__name__}, not FakeReply"
-                    )
-            reply = chosen if chosen is not None else FakeReply()
-            request = replace(request, source=source, reply=chosen)
-            self._requests.append(request)
-        return request, reply, latency + reply.delay
-
-    def _answer_text(self, request: FakeRequest, reply: FakeReply) -> tuple[Any, str, bool]:
-        """The answer as (JSON value or None, its text, whether it is raw content)."""
-        if reply.content is not None:
-            text = reply.content
-            return None, (text[: len(text) // 2] if reply.truncate else text), True
-        if reply.malformed:
-            base = json.dumps(reply.json, ensure_ascii=False) if reply.json is not None else '{"claims": ['
-            return None, wire.broken_json(base), False
-        if reply.invalid:
-            value: Any = {}
-        elif reply.json is not None:
-            value = reply.json.model_dump(mode="json") if hasattr(reply.json, "model_dump") else reply.json
-        else:
-            value = self._default_answer(request)
-        text = json.dumps(value, ensure_ascii=False)
-        if reply.truncate:
-            text = text[: max(1, len(text) // 2)]
-        return value, text, False
-
-    def _default_answer(self, request: FakeRequest) -> Any:
-        if request.schema is None:
-            raise _NoAnswerError(
-                "FakeLLMServer has no default answer for a request without a response schema (no tools, "
-                "no response_format, no JSON schema in the prompt); script one with enqueue(...) or on(...)"
-            )
-        if request.task is None:
-            known = ", ".join(sorted(_TASKS))
-            raise _NoAnswerError(
-                f"FakeLLMServer has no default answer for response schema {request.schema!r} "
-                f"(it answers {known}); script one with enqueue(FakeReply(json=...)) or on(...)"
-            )
-        if request.variables is None:
-            raise _NoAnswerError(
-                f"FakeLLMServer could not read the {request.task} variables back from the prompt; "
-                "was it rendered from the package's prompt files?"
-            )
-        try:
-            return dict(self._answer(request.task, request.variables))
-        except ImportError as exc:
-            raise _NoAnswerError(f"the default answerer is not available ({exc}); script a reply") from exc
-        except Exception as exc:
-            raise _NoAnswerError(f"the default answer for {request.task} failed: {exc!r}") from exc
-
-    def _send_embeddings(
-        self, handler: wire.Handler, request: FakeRequest, reply: FakeReply, extra: Mapping[str, str]
-    ) -> None:
-        if reply.malformed:
-            handler.send(reply.status, wire.BROKEN_EMBEDDINGS, extra)
-            return
-        texts = wire.texts_of(request.body.get("input"))
-        dim = request.body.get("dimensions") or self.embedding_dim
-        if not isinstance(dim, int) or dim < 1:
-            handler.send_error_body("embeddings", 400, f"dimensions must be a positive integer, got {dim!r}")
-            return
-        payload, tokens = wire.embeddings_body(
-            texts,
-            model=request.model or "fake-embedding",
-            dim=dim,
-            encoding=request.body.get("encoding_format") or "float",
-        )
-        with self._lock:
-            self._prompt_tokens += tokens
-        handler.send(reply.status, wire.dumps(payload), extra)
 
 
 if pytest is not None:

@@ -82,7 +82,7 @@ LAYERS = [
     {"ragmetrics.pipeline"},
     {"ragmetrics.cases", "ragmetrics.cli", "ragmetrics.testing", "ragmetrics.pytest_plugin",
      "ragmetrics.integrations", "ragmetrics.report", "ragmetrics.eval", "ragmetrics.suite",
-     "ragmetrics.__main__", "ragmetrics._fake_wire", "ragmetrics.case_result", "ragmetrics.cli_eval"},
+     "ragmetrics.__main__", "ragmetrics._fake", "ragmetrics.case_result", "ragmetrics.cli_eval"},
 ]
 
 

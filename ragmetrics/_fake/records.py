@@ -1,0 +1,147 @@
+"""The scripting values of the fake LLM server: replies, the requests it received, rules and fault tables.
+
+:class:`FakeReply`, :class:`FakeRequest` and :class:`FakeRule` are public through
+:mod:`ragmetrics.testing`; import them from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from ragmetrics.errors import ConfigError
+
+__all__ = ["Endpoint", "Faults", "FakeReply", "FakeRequest", "FakeRule", "Source"]
+
+Endpoint = Literal["chat", "messages", "embeddings", "models"]
+Source = Literal["rule", "queue", "fault", "default"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FakeReply:
+    """How the fake server answers one request; the fields combine.
+
+    With no ``json`` and no ``content`` the default answer is sent (so ``FakeReply(delay=1)`` is the
+    default answer, one second late). For embeddings only ``status``, ``headers``, ``retry_after``,
+    ``delay``, ``hang``, ``drop`` and ``malformed`` apply.
+
+    Attributes:
+        json: The structured answer (a JSON-able value or a pydantic model): tool arguments, a
+            ``tool_use`` input, or the JSON content, as the request's mode expects.
+        content: Raw message text, sent as the content whatever the mode (e.g. prose, no tool call).
+        status: HTTP status; 400 and above sends a provider-shaped error body.
+        message: The error message for an error status.
+        headers: Extra response headers.
+        retry_after: Seconds for a ``Retry-After`` header.
+        delay: Seconds to wait before answering (added to the server's latency).
+        malformed: Send syntactically broken JSON where the answer goes (for Anthropic tools: a text
+            block instead of a ``tool_use`` block); for embeddings, a broken body.
+        invalid: Send well-formed JSON that fails the schema (``{}``).
+        truncate: Send the answer cut in half with ``finish_reason="length"`` (OpenAI) or
+            ``stop_reason="max_tokens"`` (Anthropic).
+        hang: Never answer; the request waits until the client gives up or the server stops.
+        drop: Close the connection without a response.
+    """
+
+    json: Any = None
+    content: str | None = None
+    status: int = 200
+    message: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    retry_after: float | None = None
+    delay: float = 0.0
+    malformed: bool = False
+    invalid: bool = False
+    truncate: bool = False
+    hang: bool = False
+    drop: bool = False
+
+    def __post_init__(self) -> None:
+        if self.json is not None and self.content is not None:
+            raise ConfigError("FakeReply takes json or content, not both")
+        if not 200 <= self.status <= 599:
+            raise ConfigError(f"FakeReply status must be an HTTP status in 200..599, got {self.status}")
+        if self.delay < 0:
+            raise ConfigError(f"FakeReply delay must be >= 0 seconds, got {self.delay}")
+        if self.hang and self.drop:
+            raise ConfigError("FakeReply cannot both hang and drop")
+        object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FakeRequest:
+    """One request the fake server received, as rule predicates and ``requests`` see it.
+
+    API key header values are never stored: ``headers`` holds ``[redacted]`` in their place and
+    ``has_api_key`` says whether one was sent.
+    """
+
+    index: int
+    """0-based arrival number since the last reset."""
+    endpoint: Endpoint
+    """``chat`` (OpenAI), ``messages`` (Anthropic), ``embeddings`` or ``models``."""
+    method: str
+    """``GET`` or ``POST``."""
+    path: str
+    """The URL path, e.g. ``/v1/chat/completions``."""
+    headers: Mapping[str, str]
+    """Request headers, lower-cased names, key values redacted."""
+    has_api_key: bool
+    """Whether an ``Authorization`` or ``x-api-key`` header was sent."""
+    body: Mapping[str, Any]
+    """The JSON body (empty for GET)."""
+    model: str | None = None
+    """The requested model."""
+    mode: str | None = None
+    """How structured output was asked for: ``tools``, ``functions``, ``json_schema``,
+    ``json_object`` or ``text``."""
+    schema: str | None = None
+    """The response schema's name (``ClaimExtraction``)."""
+    task: str | None = None
+    """The ragmetrics task the schema stands for (``claims.extract``), if known."""
+    variables: Mapping[str, Any] | None = None
+    """The task's variables read back from the prompt, if the task is known."""
+    prompt: str = ""
+    """The user messages' text, joined by blank lines (embeddings: the inputs)."""
+    prompt_tokens: int = 0
+    """Estimated prompt tokens."""
+    source: Source = "default"
+    """What answered it: a ``rule``, the ``queue``, a random ``fault`` or the ``default``."""
+    reply: FakeReply | None = None
+    """The scripted or fault reply used (None for the default answer)."""
+
+
+class FakeRule:
+    """A scripted rule added by :meth:`FakeLLMServer.on`; read ``hits``, or ``cancel()`` it."""
+
+    __slots__ = ("_match", "_reply", "_times", "hits")
+
+    def __init__(
+        self,
+        match: Callable[[FakeRequest], bool],
+        reply: FakeReply | Callable[[FakeRequest], FakeReply],
+        times: int | None,
+    ) -> None:
+        self._match = match
+        self._reply = reply
+        self._times = times
+        self.hits = 0
+        """How many requests this rule answered."""
+
+    @property
+    def active(self) -> bool:
+        """Whether the rule still answers requests."""
+        return self._times is None or self.hits < self._times
+
+    def cancel(self) -> None:
+        """Stop answering requests with this rule."""
+        self._times = self.hits
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Faults:
+    """The fault replies of ``FakeLLMServer.faults``, each with its cumulative probability bound."""
+
+    cumulative: tuple[tuple[float, FakeReply], ...]

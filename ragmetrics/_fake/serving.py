@@ -1,0 +1,293 @@
+"""How the fake LLM server answers one request: read it, pick the reply, record it, send the bytes.
+
+:class:`Serving` is the request-answering half of :class:`ragmetrics.testing.FakeLLMServer`, run on
+the connection threads of the loopback server; the public class holds the state it reads (scripts,
+rules, faults, latency, counters, all under one reentrant lock) and the methods that set it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import traceback
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from ragmetrics._fake.embeddings import BROKEN_EMBEDDINGS, embeddings_body, texts_of
+from ragmetrics._fake.providers import completion_body, models_body, read_call
+from ragmetrics._fake.records import Endpoint, FakeReply, FakeRequest, FakeRule, Faults, Source
+from ragmetrics._fake.tasks import TASKS, Answerer, Task, task_for
+from ragmetrics._fake.transport import Handler
+from ragmetrics._fake.wire import Answer, Call, broken_json, dumps, estimate_tokens
+from ragmetrics.errors import ConfigError
+
+__all__ = ["ENDPOINTS", "NoAnswerError", "Serving"]
+
+ENDPOINTS: Mapping[tuple[str, str], Endpoint] = MappingProxyType(
+    {
+        ("POST", "/v1/chat/completions"): "chat",
+        ("POST", "/v1/messages"): "messages",
+        ("POST", "/v1/embeddings"): "embeddings",
+        ("GET", "/v1/models"): "models",
+    }
+)
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
+_REDACTED = "[redacted]"
+
+
+class NoAnswerError(Exception):
+    """No default answer exists for a request; the message says why (sent as HTTP 400)."""
+
+
+class Serving:
+    """Answers requests from the state of a fake server (a base of ``FakeLLMServer``, not used alone)."""
+
+    embedding_dim: int
+    _models: Sequence[str]
+    _answer: Answerer
+    _lock: threading.RLock
+    _stopping: threading.Event
+    _queue: deque[FakeReply]
+    _rules: list[FakeRule]
+    _faults: Faults | None
+    _fault_rng: random.Random
+    _latency: float | tuple[float, float]
+    _latency_rng: random.Random
+    _requests: list[FakeRequest]
+    _calls: Counter[str]
+    _prompt_tokens: int
+    _completion_tokens: int
+
+    def _serve(self, handler: Handler, method: str) -> None:
+        endpoint: str = "chat"
+        try:
+            raw = handler.read_body()
+            path = handler.path.split("?", 1)[0]
+            found = ENDPOINTS.get((method, path))
+            if found is None:
+                endpoint = "messages" if "anthropic-version" in handler.headers else "chat"
+                known = ", ".join(f"{m} {p}" for m, p in ENDPOINTS)
+                handler.send_error_body(
+                    endpoint, 404, f"FakeLLMServer has no {method} {path}; it serves {known}"
+                )
+                return
+            endpoint = found
+            try:
+                body = json.loads(raw) if raw else {}
+            except ValueError as exc:
+                handler.send_error_body(endpoint, 400, f"the request body is not JSON: {exc}")
+                return
+            if not isinstance(body, dict):
+                handler.send_error_body(endpoint, 400, "the request body must be a JSON object")
+                return
+            self._exchange(handler, found, method, path, body)
+        except OSError:
+            raise  # the client went away; the server drops the connection quietly
+        except Exception as exc:  # a bug, or a raising predicate: tell the client, keep serving
+            traceback.print_exc()
+            try:
+                handler.send_error_body(endpoint, 500, f"FakeLLMServer failed: {exc!r}")
+            except OSError:
+                pass
+
+    def _read_request(
+        self, handler: Handler, endpoint: Endpoint, method: str, path: str, body: dict[str, Any]
+    ) -> tuple[FakeRequest, Call | None]:
+        """Build the request record (API key values redacted) and, for chat/messages, what it asks."""
+        headers = {}
+        has_key = False
+        for name, value in handler.headers.items():
+            name = name.lower()
+            if name in _SECRET_HEADERS:
+                has_key = True
+                value = _REDACTED
+            headers[name] = value
+        call: Call | None = None
+        task: Task | None = None
+        if endpoint in ("chat", "messages"):
+            call = read_call(endpoint, body)
+            task = task_for(call)
+            texts = list(call.user_texts)
+            prompt_tokens = estimate_tokens(call.prompt_chars)
+        else:
+            texts = texts_of(body.get("input"))
+            prompt_tokens = estimate_tokens(sum(map(len, texts)))
+        request = FakeRequest(
+            index=0,
+            endpoint=endpoint,
+            method=method,
+            path=path,
+            headers=headers,
+            has_api_key=has_key,
+            body=body,
+            model=body.get("model"),
+            mode=call.mode if call else None,
+            schema=(task.model.__name__ if task else call.schema) if call else None,
+            task=task.name if task else None,
+            variables=task.read(call.user_texts) if task and call else None,
+            prompt="\n\n".join(texts),
+            prompt_tokens=prompt_tokens,
+        )
+        return request, call
+
+    def _exchange(
+        self, handler: Handler, endpoint: Endpoint, method: str, path: str, body: dict[str, Any]
+    ) -> None:
+        request, call = self._read_request(handler, endpoint, method, path, body)
+        request, reply, wait = self._admit(request)
+        stopping = self._stopping
+        if wait > 0 and stopping.wait(wait):
+            handler.close_connection = True
+            return
+        if reply.hang:
+            handler.hang(stopping)
+            return
+        if reply.drop:
+            handler.drop()
+            return
+        extra = dict(reply.headers)
+        if reply.retry_after is not None:
+            extra["Retry-After"] = f"{reply.retry_after:g}"
+        if reply.status >= 400:
+            message = reply.message or f"HTTP {reply.status} scripted by FakeLLMServer"
+            handler.send_error_body(endpoint, reply.status, message, extra)
+            return
+        if endpoint == "models":
+            handler.send(
+                reply.status,
+                dumps(models_body(self._models, anthropic="anthropic-version" in request.headers)),
+            )
+            return
+        if endpoint == "embeddings":
+            self._send_embeddings(handler, request, reply, extra)
+            return
+        assert call is not None
+        if body.get("stream"):
+            handler.send_error_body(endpoint, 400, "FakeLLMServer does not stream; send stream=false")
+            return
+        try:
+            value, text, raw_content = self._answer_text(request, reply)
+        except NoAnswerError as exc:
+            handler.send_error_body(endpoint, 400, str(exc))
+            return
+        completion_tokens = estimate_tokens(len(text))
+        with self._lock:
+            self._prompt_tokens += request.prompt_tokens
+            self._completion_tokens += completion_tokens
+        answer = Answer(
+            call=call,
+            model=request.model or "fake-model",
+            text=text,
+            value=value,
+            raw_content=raw_content,
+            truncated=reply.truncate,
+            prompt_tokens=request.prompt_tokens,
+            completion_tokens=completion_tokens,
+            seq=request.index,
+        )
+        payload = completion_body(endpoint, answer)
+        handler.send(reply.status, dumps(payload), extra)
+
+    def _admit(self, request: FakeRequest) -> tuple[FakeRequest, FakeReply, float]:
+        """Pick the reply and the wait for a request, and record it (one lock hold)."""
+        chosen: FakeReply | Callable[[FakeRequest], FakeReply] | None = None
+        source: Source = "default"
+        with self._lock:
+            request = replace(request, index=len(self._requests))
+            for rule in self._rules:
+                if rule.active and rule._match(request):
+                    rule.hits += 1
+                    chosen, source = rule._reply, "rule"
+                    break
+            else:
+                if self._queue and request.endpoint in ("chat", "messages"):
+                    chosen, source = self._queue.popleft(), "queue"
+                elif self._faults is not None and request.method == "POST":
+                    draw = self._fault_rng.random()
+                    for bound, fault in self._faults.cumulative:
+                        if draw < bound:
+                            chosen, source = fault, "fault"
+                            break
+            latency = self._latency
+            if isinstance(latency, tuple):
+                latency = self._latency_rng.uniform(*latency)
+            if request.method == "POST":
+                self._calls[request.task or request.schema or request.endpoint] += 1
+            if callable(chosen):
+                chosen = chosen(request)
+                if not isinstance(chosen, FakeReply):
+                    raise ConfigError(
+                        f"a rule's reply function returned {type(chosen).__name__}, not FakeReply"
+                    )
+            reply = chosen if chosen is not None else FakeReply()
+            request = replace(request, source=source, reply=chosen)
+            self._requests.append(request)
+        return request, reply, latency + reply.delay
+
+    def _answer_text(self, request: FakeRequest, reply: FakeReply) -> tuple[Any, str, bool]:
+        """The answer as (JSON value or None, its text, whether it is raw content)."""
+        if reply.content is not None:
+            text = reply.content
+            return None, (text[: len(text) // 2] if reply.truncate else text), True
+        if reply.malformed:
+            base = json.dumps(reply.json, ensure_ascii=False) if reply.json is not None else '{"claims": ['
+            return None, broken_json(base), False
+        if reply.invalid:
+            value: Any = {}
+        elif reply.json is not None:
+            value = reply.json.model_dump(mode="json") if hasattr(reply.json, "model_dump") else reply.json
+        else:
+            value = self._default_answer(request)
+        text = json.dumps(value, ensure_ascii=False)
+        if reply.truncate:
+            text = text[: max(1, len(text) // 2)]
+        return value, text, False
+
+    def _default_answer(self, request: FakeRequest) -> Any:
+        if request.schema is None:
+            raise NoAnswerError(
+                "FakeLLMServer has no default answer for a request without a response schema (no tools, "
+                "no response_format, no JSON schema in the prompt); script one with enqueue(...) or on(...)"
+            )
+        if request.task is None:
+            known = ", ".join(sorted(TASKS))
+            raise NoAnswerError(
+                f"FakeLLMServer has no default answer for response schema {request.schema!r} "
+                f"(it answers {known}); script one with enqueue(FakeReply(json=...)) or on(...)"
+            )
+        if request.variables is None:
+            raise NoAnswerError(
+                f"FakeLLMServer could not read the {request.task} variables back from the prompt; "
+                "was it rendered from the package's prompt files?"
+            )
+        try:
+            return dict(self._answer(request.task, request.variables))
+        except ImportError as exc:
+            raise NoAnswerError(f"the default answerer is not available ({exc}); script a reply") from exc
+        except Exception as exc:
+            raise NoAnswerError(f"the default answer for {request.task} failed: {exc!r}") from exc
+
+    def _send_embeddings(
+        self, handler: Handler, request: FakeRequest, reply: FakeReply, extra: Mapping[str, str]
+    ) -> None:
+        if reply.malformed:
+            handler.send(reply.status, BROKEN_EMBEDDINGS, extra)
+            return
+        texts = texts_of(request.body.get("input"))
+        dim = request.body.get("dimensions") or self.embedding_dim
+        if not isinstance(dim, int) or dim < 1:
+            handler.send_error_body("embeddings", 400, f"dimensions must be a positive integer, got {dim!r}")
+            return
+        payload, tokens = embeddings_body(
+            texts,
+            model=request.model or "fake-embedding",
+            dim=dim,
+            encoding=request.body.get("encoding_format") or "float",
+        )
+        with self._lock:
+            self._prompt_tokens += tokens
+        handler.send(reply.status, dumps(payload), extra)
