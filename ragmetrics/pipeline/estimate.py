@@ -271,7 +271,8 @@ def estimate(
     Raises:
         ConfigError: Bad dataset or columns.
     """
-    from ragmetrics.pipeline.runner import _columns_dataset, share_judges
+    from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
+    from ragmetrics.pipeline._metric_call import share_judges
 
     share_judges(metrics)
     if dataset is None:

@@ -1,0 +1,176 @@
+"""One row through every metric: validate it, run each metric and repeat, and build its record.
+
+:class:`SampleExecutor` never raises for a bad row, a metric that raises or a sample that times out:
+each becomes an error record through :func:`~ragmetrics.pipeline._failure.failure_record`, and the
+first failure is handed back beside the record for ``raise_on_error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragmetrics.errors import InvalidInputError, NoScoreError
+from ragmetrics.pipeline._failure import SampleTimeoutError, failure_record
+from ragmetrics.pipeline._metric_call import MetricCall
+from ragmetrics.pipeline.dataset import Row, to_sample
+from ragmetrics.pipeline.report import ErrorRecord, EvaluationResult, ScoreSpread
+from ragmetrics.sample import Sample
+from ragmetrics.score import MetricResult, Usage
+
+__all__ = ["SampleExecutor"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SampleExecutor:
+    """Runs the metrics of a pipeline over one row at a time."""
+
+    calls: Sequence[MetricCall]
+    """The pipeline's metrics, in order."""
+    repeats: int
+    """Runs of every metric per sample."""
+    timeout_s: float | None
+    """Wall-time limit per sample (all metrics and repeats), or None."""
+    needs_contexts: bool
+    """Whether a row without contexts is invalid."""
+
+    def sample(self, row: Row) -> Sample:
+        """The row as a sample.
+
+        Raises:
+            InvalidInputError: The row is not a valid sample for these metrics.
+        """
+        return to_sample(row, require_contexts=self.needs_contexts)
+
+    def failed_record(
+        self, row: Row, sample: Sample | None, errors: list[ErrorRecord], latency_ms: float
+    ) -> EvaluationResult:
+        """A record with no scores for a row that was not run (invalid, or skipped)."""
+        rid = sample.id if sample is not None else None
+        if rid is None and isinstance(row.values, Mapping):
+            raw = row.values.get("id")
+            rid = str(raw) if isinstance(raw, (str, int)) and not isinstance(raw, bool) else None
+        return EvaluationResult(
+            index=row.index,
+            id=rid if rid is not None else str(row.index),
+            sample=sample,
+            scores={c.name: None for c in self.calls},
+            errors=errors,
+            latency_ms=latency_ms,
+        )
+
+    async def evaluate_row(self, row: Row, sample: Sample | None = None) -> tuple[EvaluationResult, Any]:
+        """One row: validate, run every metric and repeat, and build its record (never raises)."""
+        started = time.perf_counter()
+        if sample is None:
+            try:
+                sample = self.sample(row)
+            except InvalidInputError as exc:
+                errors = [failure_record(exc, row=row.index)]
+                return self.failed_record(row, None, errors, (time.perf_counter() - started) * 1000.0), exc
+        jobs = [(call, r) for call in self.calls for r in range(self.repeats)]
+        outcomes: list[MetricResult | BaseException] = await self._run_jobs(sample, jobs)
+        record, exc = self._build(row, sample, jobs, outcomes, started)
+        return record, exc
+
+    async def _run_jobs(self, sample: Sample, jobs: list[tuple[MetricCall, int]]) -> list[Any]:
+        timeout = self.timeout_s
+        if len(jobs) == 1 and timeout is None:
+            call, repeat = jobs[0]
+            try:
+                return [await call(sample, repeat)]
+            except Exception as exc:
+                return [exc]
+        tasks = [asyncio.ensure_future(call(sample, repeat)) for call, repeat in jobs]
+        try:
+            done, pending = await asyncio.wait(tasks, timeout=timeout)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise
+        if pending:
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=5.0)
+        outcomes: list[Any] = []
+        for task in tasks:
+            if task in pending or task.cancelled():
+                outcomes.append(
+                    SampleTimeoutError(
+                        f"did not finish within timeout_per_sample_s={timeout:g} s"
+                        if timeout
+                        else "cancelled"
+                    )
+                )
+            elif task.exception() is not None:
+                outcomes.append(task.exception())
+            else:
+                outcomes.append(task.result())
+        return outcomes
+
+    def _build(
+        self,
+        row: Row,
+        sample: Sample,
+        jobs: list[tuple[MetricCall, int]],
+        outcomes: list[Any],
+        started: float,
+    ) -> tuple[EvaluationResult, Any]:
+        scores: dict[str, float | None] = {}
+        results: dict[str, MetricResult] = {}
+        spread: dict[str, ScoreSpread] = {}
+        errors: list[ErrorRecord] = []
+        usage = Usage()
+        first_exc: BaseException | None = None
+        by_metric: dict[str, list[tuple[int, Any]]] = {}
+        for (call, repeat), outcome in zip(jobs, outcomes, strict=True):
+            by_metric.setdefault(call.name, []).append((repeat, outcome))
+        for call in self.calls:
+            repeat_scores: list[float | None] = []
+            for repeat, outcome in by_metric[call.name]:
+                where = f" (repeat {repeat})" if self.repeats > 1 else ""
+                if isinstance(outcome, MetricResult):
+                    usage = usage + outcome.usage
+                    repeat_scores.append(outcome.score)
+                    if call.name not in results or (
+                        results[call.name].score is None and outcome.score is not None
+                    ):
+                        results[call.name] = outcome
+                    if outcome.score is None:
+                        exc: BaseException = NoScoreError(
+                            call.name, outcome.status, (outcome.message or "") + where
+                        )
+                        errors.append(failure_record(exc, metric=call.name, row=row.index))
+                        first_exc = first_exc or exc
+                else:
+                    repeat_scores.append(None)
+                    record = failure_record(outcome, metric=call.name, row=row.index)
+                    if where:
+                        record.message += where
+                    errors.append(record)
+                    if first_exc is None:
+                        first_exc = (
+                            NoScoreError(call.name, "timeout", str(outcome))
+                            if isinstance(outcome, SampleTimeoutError)
+                            else outcome
+                        )
+            got = [s for s in repeat_scores if s is not None]
+            scores[call.name] = math.fsum(got) / len(got) if got else None
+            if self.repeats > 1:
+                spread[call.name] = ScoreSpread.of(repeat_scores)
+        record = EvaluationResult(
+            index=row.index,
+            id=sample.id if sample.id is not None else str(row.index),
+            sample=sample,
+            scores=scores,
+            results=results,
+            errors=errors,
+            spread=spread,
+            usage=usage,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+        return record, first_exc
