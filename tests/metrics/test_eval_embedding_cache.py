@@ -202,7 +202,10 @@ async def test_servers_behind_openai_base_url_do_not_share_cache_entries(
 ):
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm_server.openai_base_url)
     behind_variable = CachingEmbedder(OpenAIEmbeddings("fake-embedding"), tmp_path)
-    assert len(await behind_variable.embed(["a text"])) == 1  # the SDK really went to the loopback server
+    try:
+        assert len(await behind_variable.embed(["a text"])) == 1  # the SDK went to the loopback server
+    finally:
+        await behind_variable.aclose()
     assert _embeddings(fake_llm_server) == 1
     named = behind_variable.inner.cache_identity
     assert named["base_url"] == fake_llm_server.openai_base_url  # the variable's URL names the vectors
