@@ -57,6 +57,9 @@ except ImportError:  # pragma: no cover - exercised only without pytest installe
 
 __all__ = ["FakeLLMServer", "FakeReply", "FakeRequest", "FakeRule", "fake_llm_server"]
 
+for _public in (FakeReply, FakeRequest, FakeRule):  # defined in ragmetrics._fake; documented here
+    _public.__module__ = __name__
+
 _POLL = 0.05  # seconds between checks of the serve loop for a stop request
 
 

@@ -59,6 +59,10 @@ __all__ = [
     "share_judges",
 ]
 
+# defined in private modules, documented here
+for _public in (EvaluationResults, PipelineEvent, PipelineRun, BudgetExceededError):
+    _public.__module__ = __name__
+
 _DONE = object()
 
 
