@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from numbers import Real
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from ragmetrics._aio import run_sync
 from ragmetrics.case_result import CaseResult, Violation, judge_value
@@ -74,12 +74,22 @@ _NORECURSE = (
 )
 
 
+class _Bounds(TypedDict):
+    """A case's bounds and tags, as passed on to CaseResult and judge_value."""
+
+    min_score: float | None
+    max_cost_usd: float | None
+    max_latency_ms: float | None
+    tags: list[str]
+
+
 def _bound(name: str, value: object, *, high: float | None = None, positive: bool = False) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise ConfigError(f"eval_case: {name} must be a finite number or None, got {shorten(value, 60)!r}")
-    if value < 0 or (positive and value == 0) or (high is not None and value > high):
+    number = cast(float, value)  # a finite Real; numbers.Real declares no typed comparisons
+    if number < 0 or (positive and number == 0) or (high is not None and number > high):
         want = f"in [0, {high:g}]" if high is not None else ("> 0" if positive else ">= 0")
         raise ConfigError(f"eval_case: {name} must be {want}, got {value}")
     return float(value)
@@ -138,7 +148,10 @@ def eval_case(
             function callable without arguments.
     """
     meta = EvalCaseMeta(
-        min_score=min_score, max_cost_usd=max_cost_usd, max_latency_ms=max_latency_ms, tags=tags
+        min_score=min_score,
+        max_cost_usd=max_cost_usd,
+        max_latency_ms=max_latency_ms,
+        tags=tags,  # type: ignore[arg-type]  # __post_init__ checks any iterable and stores a list
     )
 
     def mark(target: Callable[..., Any]) -> Callable[..., Any]:
@@ -365,7 +378,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _keyword_matcher(expression: str) -> Callable[[EvalCase], bool]:
-    tokens = re.findall(r"\(|\)|[^\s()]+", expression)
+    tokens: list[str] = re.findall(r"\(|\)|[^\s()]+", expression)
     pos = 0
 
     def peek() -> str | None:
@@ -464,7 +477,7 @@ async def run_case(case: EvalCase, *, threshold: float | None = None) -> CaseRes
         ConfigError: ``threshold`` is not in [0, 1].
     """
     min_score = case.meta.min_score if case.meta.min_score is not None else _check_threshold(threshold)
-    bounds = {
+    bounds: _Bounds = {
         "min_score": min_score,
         "max_cost_usd": case.meta.max_cost_usd,
         "max_latency_ms": case.meta.max_latency_ms,

@@ -148,7 +148,7 @@ def _check_sink(sink: object) -> Sink | None:
             )
         return _JsonlSink(path)
     if callable(sink):
-        return sink  # type: ignore[return-value]
+        return sink
     raise ConfigError(
         f"sink must be a JSONL file path or a callable taking a RunResult, got {type(sink).__name__}"
     )
@@ -496,7 +496,7 @@ def _run_forever(loop: asyncio.AbstractEventLoop) -> None:
 class ScoredHandler:
     """The results side of both handlers: records, waiting for them, closing. Needs ``self._scorer``."""
 
-    _scorer: Any
+    _scorer: BackgroundScorer
 
     @property
     def results(self) -> list[RunResult]:

@@ -266,8 +266,8 @@ class RagMetricsCallbackHandler(_HandlerBase, ScoredHandler):  # type: ignore[mi
             trace.parents[run_id] = parent_run_id
             return trace
 
-    def _trace_of(self, run_id: UUID) -> _Trace | None:
-        root = self._root_of.get(run_id)
+    def _trace_of(self, run_id: UUID | None) -> _Trace | None:
+        root = self._root_of.get(run_id) if run_id is not None else None
         return self._traces.get(root) if root is not None else None
 
     def _guard(self, run_id: UUID | None, what: str, exc: BaseException) -> None:

@@ -52,7 +52,9 @@ from ragmetrics.score import MetricResult
 try:
     from llama_index.core.evaluation import BaseEvaluator as _EvaluatorBase
     from llama_index.core.evaluation import EvaluationResult as _LlamaResult
-    from llama_index.core.instrumentation import get_dispatcher as _get_dispatcher
+
+    # public path; llama_index re-exports it from llama_index_instrumentation without an __all__
+    from llama_index.core.instrumentation import get_dispatcher as _get_dispatcher  # type: ignore[attr-defined]
     from llama_index.core.instrumentation.event_handlers import BaseEventHandler as _EventHandlerBase
     from llama_index.core.instrumentation.span import SimpleSpan as _Span
     from llama_index.core.instrumentation.span_handlers import BaseSpanHandler as _SpanHandlerBase
@@ -198,7 +200,8 @@ def as_llamaindex_evaluator(metric: Any, *, threshold: float | None = None) -> R
 # -- the instrumentation handler ------------------------------------------------------------------------
 
 
-class _SpanTracker(_SpanHandlerBase):  # type: ignore[misc, valid-type]
+# BaseSpanHandler is generic, but the fallback base (no llama_index installed) cannot be subscripted
+class _SpanTracker(_SpanHandlerBase):  # type: ignore[misc, valid-type, type-arg]
     """Keeps the parent of every open span: LlamaIndex events name only the span they were sent in."""
 
     @classmethod

@@ -120,9 +120,10 @@ class CachingJudge:
         if disk is None:
             return None
         try:
-            return disk.get(key)
+            value: dict[str, Any] | None = disk.get(key)  # only validated replies are ever stored
         except Exception as exc:
             raise CacheError(f"cannot read the judge cache at {self.directory}: {exc}") from exc
+        return value
 
     def _disk_set(self, key: str, entry: dict[str, Any]) -> None:
         disk = self._open()

@@ -39,7 +39,9 @@ class AdaptiveLimiter:
     """How many times a rate limit lowered the limit."""
     _successes: int = field(default=0, init=False)
     _last_cut: float = field(default=float("-inf"), init=False)
-    _loops: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, init=False)
+    _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = field(
+        default_factory=weakref.WeakKeyDictionary, init=False
+    )
 
     def __post_init__(self) -> None:
         self.limit = self.maximum

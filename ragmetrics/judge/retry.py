@@ -117,7 +117,7 @@ class WaitRetryAfterOrBackoff(wait_base):
         """Seconds to wait before the next attempt (tenacity's wait protocol)."""
         policy = self.policy
         exc = retry_state.outcome.exception() if retry_state.outcome else None
-        backoff = min(policy.maximum_s, policy.initial_s * 2 ** (retry_state.attempt_number - 1))
+        backoff = min(policy.maximum_s, policy.initial_s * 2.0 ** (retry_state.attempt_number - 1))
         backoff += backoff * policy.jitter * self.rng.random()
         if isinstance(exc, TransientFailure) and exc.failure.retry_after_s is not None:
             return min(policy.max_retry_after_s, max(exc.failure.retry_after_s, 0.0))

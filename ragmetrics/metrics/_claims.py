@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from rapidfuzz import fuzz
 
@@ -38,6 +38,7 @@ EXTRACT_VERSION = "claims/extract.v1"
 VERIFY_VERSION = "claims/verify.v1"
 SYSTEM_VERSION = "claims/system.v1"
 LOGIC_VERSION = "1"
+_T = TypeVar("_T")
 QUOTE_MIN_RATIO = 90.0
 """Fuzzy ratio (0-100) at which an evidence quote counts as found in its context."""
 
@@ -321,7 +322,7 @@ class ClaimMetric(JudgeHolder):
         """Blocking twin of :meth:`score`."""
         return run_sync(self._closing(self.score(question, answer, contexts, reference)))
 
-    async def _closing(self, coro: Any) -> Any:
+    async def _closing(self, coro: Awaitable[_T]) -> _T:
         try:
             return await coro
         finally:

@@ -125,9 +125,10 @@ class CachingEmbedder:
         if disk is None:
             return None
         try:
-            return disk.get(key)
+            value: list[float] | None = disk.get(key)  # only vectors are ever stored
         except Exception as exc:
             raise CacheError(f"cannot read the embedding cache at {self.directory}: {exc}") from exc
+        return value
 
     def _disk_set(self, items: dict[str, list[float]]) -> None:
         disk = self._open()

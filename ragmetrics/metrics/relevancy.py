@@ -8,6 +8,8 @@ with status ``no_claims``; so does an empty answer. Contexts are not needed.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragmetrics.metrics._claims import ClaimMetric, ClaimsOutcome, describe_claim
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult
@@ -44,7 +46,7 @@ class RelevancyMetric(ClaimMetric):
     def _finish(self, sample: Sample, outcome: ClaimsOutcome, started: float) -> MetricResult:
         records = outcome.records(sample.contexts)
         addresses = outcome.extraction.addresses_question
-        details = {"addresses_question": addresses}
+        details: dict[str, Any] = {"addresses_question": addresses}
         if not records:
             return self._result(
                 0.0,

@@ -24,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 LOGIC_VERSION = "1"
+_T = TypeVar("_T")
 
 
 # -- shared judge plumbing -------------------------------------------------------------------------
@@ -118,7 +119,7 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
         """Blocking twin of :meth:`evaluate`; closes the judge's HTTP clients before returning."""
         return run_sync(self._closing(self.evaluate(prediction, reference, input)))
 
-    async def _closing(self, coro: Any) -> Any:
+    async def _closing(self, coro: Awaitable[_T]) -> _T:
         try:
             return await coro
         finally:
@@ -236,6 +237,7 @@ class LLMJudgeEvaluator(_JudgedEvaluator):
         try:
             reply = await self._ask(self._request(prediction, reference, input))
             value = reply.value
+            rating: float | None
             if isinstance(value, JudgeRating):
                 rating, why = value.score, value.reasoning
             else:

@@ -155,8 +155,10 @@ class RegexMatchEvaluator(Evaluator):
         try:
             self._compiled = regex.compile(pattern, flags)
         except regex.error as exc:
-            where = f" at position {exc.pos}" if exc.pos is not None else ""
-            raise ConfigError(f"regex: invalid pattern {shorten(pattern, 120)!r}: {exc.msg}{where}") from exc
+            # types-regex leaves out the .pos and .msg that regex.error sets (as re.error does)
+            pos, msg = exc.pos, exc.msg  # type: ignore[attr-defined]
+            where = f" at position {pos}" if pos is not None else ""
+            raise ConfigError(f"regex: invalid pattern {shorten(pattern, 120)!r}: {msg}{where}") from exc
         except (ValueError, OverflowError, RecursionError) as exc:  # e.g. a repeat count out of range
             raise ConfigError(f"regex: invalid pattern {shorten(pattern, 120)!r}: {exc}") from exc
         self.pattern = pattern

@@ -21,13 +21,41 @@ _VERDICTS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
 class CaseRow(Protocol):
     """What the case table needs from a case result (``ragmetrics.cases.CaseResult`` has it)."""
 
-    name: str
-    outcome: str
-    score: float | None
-    cost_usd: float | None
-    latency_ms: float | None
-    latency_measured: bool
-    traceback: str | None
+    # read-only members, so that a model whose fields are narrower (a Literal outcome) still matches
+    @property
+    def name(self) -> str:
+        """The case's name."""
+        ...
+
+    @property
+    def outcome(self) -> str:
+        """``passed``, ``failed`` or ``error``."""
+        ...
+
+    @property
+    def score(self) -> float | None:
+        """The case's score, if any."""
+        ...
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What the case cost, if known."""
+        ...
+
+    @property
+    def latency_ms(self) -> float | None:
+        """How long the case took."""
+        ...
+
+    @property
+    def latency_measured(self) -> bool:
+        """Whether the latency was measured (not reported by the case)."""
+        ...
+
+    @property
+    def traceback(self) -> str | None:
+        """The traceback of an errored case."""
+        ...
 
     def reasons(self) -> list[str]:
         """Why the case did not pass."""
@@ -190,8 +218,8 @@ def render_diff(
     lines += [f"  {d.case_name}.{d.metric}: {d.note}" for d in notes]
     counted = diff.regressions(require_significance=require_significance)
     if counted:
-        names = ", ".join(f"{d.case_name}.{d.metric}" for d in counted)
-        lines.append(f"{len(counted)} regression{'s' if len(counted) != 1 else ''}: {names}")
+        which = ", ".join(f"{d.case_name}.{d.metric}" for d in counted)
+        lines.append(f"{len(counted)} regression{'s' if len(counted) != 1 else ''}: {which}")
     else:
         lines.append("No regressions." if not diff.has_regressions else "No significant regressions.")
     return "\n".join(lines) + "\n"

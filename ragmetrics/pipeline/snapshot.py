@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from numbers import Real
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
@@ -61,7 +61,7 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 """The snapshot schema this version writes and the newest it reads."""
-FORMAT = "ragmetrics-snapshot"
+FORMAT: Final = "ragmetrics-snapshot"
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 

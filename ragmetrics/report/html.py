@@ -112,7 +112,7 @@ def render_html(report: Report | Iterable[EvaluationResult], *, title: str | Non
 
 
 def _asset(name: str) -> str:
-    return resources.files("ragmetrics.report").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("ragmetrics.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def _sha256(text: str) -> str:
