@@ -471,7 +471,7 @@ async def run_suite(
     finally:
         bar.close()
         for judge in judges:
-            await judge.inner.aclose()
+            await judge.aclose()
     usage = model_usage = Usage()
     for outcome, spent in settled_cases:
         model_usage = model_usage + spent

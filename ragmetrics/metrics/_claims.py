@@ -327,7 +327,7 @@ class ClaimMetric(JudgeHolder):
             return await coro
         finally:
             if self._judge is not None:
-                await self._judge.inner.aclose()
+                await self._judge.aclose()  # its HTTP clients and disk cache (both reopen on next use)
 
     async def evaluate_sample(self, sample: Sample, *, repeat: int = 0) -> MetricResult:
         """Score a validated sample; judge failures become a result with a status, never an exception."""

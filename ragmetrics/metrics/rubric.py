@@ -116,7 +116,7 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
         self._init_judge(self.name, llm, cache, judge_options)
 
     def evaluate_sync(self, prediction: str, reference: Any = "", input: str = "") -> MetricResult:  # noqa: A002
-        """Blocking twin of :meth:`evaluate`; closes the judge's HTTP clients before returning."""
+        """Blocking twin of :meth:`evaluate`; closes the judge's clients and disk cache before returning."""
         return run_sync(self._closing(self.evaluate(prediction, reference, input)))
 
     async def _closing(self, coro: Awaitable[_T]) -> _T:
@@ -124,7 +124,7 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
             return await coro
         finally:
             if self._judge is not None:
-                await self._judge.inner.aclose()
+                await self._judge.aclose()  # its HTTP clients and disk cache (both reopen on next use)
 
     def _prompts(self) -> list[Prompt]:
         return [load_prompt(p) for p in self._prompt_ids]

@@ -74,8 +74,7 @@ class SampleExecutor:
                 return self.failed_record(row, None, errors, (time.perf_counter() - started) * 1000.0), exc
         jobs = [(call, r) for call in self.calls for r in range(self.repeats)]
         outcomes: list[MetricResult | BaseException] = await self._run_jobs(sample, jobs)
-        record, exc = self._build(row, sample, jobs, outcomes, started)
-        return record, exc
+        return self._build(row, sample, jobs, outcomes, started)
 
     async def _run_jobs(self, sample: Sample, jobs: list[tuple[MetricCall, int]]) -> list[Any]:
         timeout = self.timeout_s
@@ -91,6 +90,8 @@ class SampleExecutor:
         except BaseException:
             for task in tasks:
                 task.cancel()
+            # let them unwind before the run closes the judges, or a late reply reopens the cache
+            await asyncio.wait(tasks, timeout=5.0)
             raise
         if pending:
             for task in pending:
@@ -148,10 +149,10 @@ class SampleExecutor:
                         first_exc = first_exc or exc
                 else:
                     repeat_scores.append(None)
-                    record = failure_record(outcome, metric=call.name, row=row.index)
+                    failure = failure_record(outcome, metric=call.name, row=row.index)
                     if where:
-                        record.message += where
-                    errors.append(record)
+                        failure.message += where
+                    errors.append(failure)
                     if first_exc is None:
                         first_exc = (
                             NoScoreError(call.name, "timeout", str(outcome))

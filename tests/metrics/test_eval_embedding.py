@@ -103,13 +103,14 @@ def test_local_model_without_the_extra_names_the_install_command():
 
 async def test_openai_compatible_embeddings_over_loopback(fake_llm_server):
     embedder = OpenAIEmbeddings("fake-embedding", base_url=fake_llm_server.openai_base_url, api_key="test")
+    ev = EmbeddingDistanceEvaluator(embedder, 0.8)
     try:
         vectors = await embedder.embed(["alpha beta", "gamma"])
         assert len(vectors) == 2 and len(vectors[0]) == fake_llm_server.embedding_dim
-        ev = EmbeddingDistanceEvaluator(embedder, 0.8)
         result = await ev.evaluate("alpha beta", "alpha beta")
         assert result.score == pytest.approx(1.0) and result.passed
     finally:
+        await ev.aclose()  # the disk cache of vectors too
         await embedder.aclose()
         await embedder.aclose()  # safe twice
 
@@ -119,9 +120,10 @@ async def test_embedding_provider_failure_is_a_result_with_status(fake_llm_serve
     embedder = OpenAIEmbeddings(
         "fake-embedding", base_url=fake_llm_server.openai_base_url, api_key="test", max_retries=0
     )
+    ev = EmbeddingDistanceEvaluator(embedder, 0.8)
     try:
-        result = await EmbeddingDistanceEvaluator(embedder, 0.8).evaluate("a", "b")
+        result = await ev.evaluate("a", "b")
     finally:
-        await embedder.aclose()
+        await ev.aclose()  # the embedder's client and the disk cache of vectors
     assert result.score is None and result.status == "rate_limited" and result.passed is None
     assert "429" in (result.message or "")

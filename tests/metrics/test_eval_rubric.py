@@ -288,11 +288,11 @@ async def test_disk_cache_serves_a_repeat_run(tmp_path):
         calls.append(request)
         return RubricGrade(reason="fine", passed=True, score=1.0)
 
-    first = await LLMRubricEvaluator(
-        "Is fine", ScriptedJudge(llm_rubric__grade=[grade]), cache=tmp_path
-    ).evaluate("x")
-    again = await LLMRubricEvaluator(
-        "Is fine", ScriptedJudge(llm_rubric__grade=[grade]), cache=tmp_path
-    ).evaluate("x")
+    before = LLMRubricEvaluator("Is fine", ScriptedJudge(llm_rubric__grade=[grade]), cache=tmp_path)
+    first = await before.evaluate("x")
+    await before.judge.aclose()
+    after = LLMRubricEvaluator("Is fine", ScriptedJudge(llm_rubric__grade=[grade]), cache=tmp_path)
+    again = await after.evaluate("x")
+    await after.judge.aclose()
     assert len(calls) == 1 and first.score == again.score == 1.0
     assert again.usage.cached_calls == 1
