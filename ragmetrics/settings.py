@@ -83,7 +83,10 @@ class JudgeSettings:
             (self.backoff_initial_s >= 0 and self.backoff_max_s >= 0, "backoff times must be >= 0"),
             (self.reasks >= 0, "reasks must be >= 0"),
             (self.mode in ("auto", "tools", "json"), "mode must be auto, tools or json"),
-            (self.requests_per_minute is None or self.requests_per_minute > 0, "requests_per_minute must be > 0"),
+            (
+                self.requests_per_minute is None or self.requests_per_minute > 0,
+                "requests_per_minute must be > 0",
+            ),
             (self.tokens_per_minute is None or self.tokens_per_minute > 0, "tokens_per_minute must be > 0"),
         ]
         for ok, message in checks:

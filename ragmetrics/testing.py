@@ -220,6 +220,7 @@ class FakeLLMServer(Serving):
         """
         if times is not None and times < 1:
             raise ConfigError(f"times must be >= 1 or None, got {times}")
+        predicate: Callable[[FakeRequest], bool]
         if isinstance(match, str):
             name = match
 
@@ -367,6 +368,6 @@ if pytest is not None:
 
 else:  # pragma: no cover - exercised only without pytest installed
 
-    def fake_llm_server() -> None:  # type: ignore[misc]
+    def fake_llm_server() -> None:
         """The pytest fixture; needs pytest."""
         raise MissingDependencyError("pytest", "test", "the fake_llm_server fixture")

@@ -20,20 +20,31 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_import_loads_no_provider_sdk():
-    code = ("import sys, ragmetrics; from ragmetrics import FaithfulnessMetric, EvaluationPipeline, "
-            "RougeEvaluator, eval_case; "
-            "print(sorted(m for m in ('openai', 'anthropic', 'instructor', 'httpx', 'httpx2') if m in sys.modules))")
+    code = (
+        "import sys, ragmetrics; from ragmetrics import FaithfulnessMetric, EvaluationPipeline, "
+        "RougeEvaluator, eval_case; "
+        "print(sorted(m for m in ('openai', 'anthropic', 'instructor', 'httpx', 'httpx2') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_public_surface_is_pinned_and_sorted():
-    assert ragmetrics.__all__ == sorted(ragmetrics.__all__, key=str.casefold) or \
-        ragmetrics.__all__ == sorted(ragmetrics.__all__)
+    assert ragmetrics.__all__ == sorted(ragmetrics.__all__, key=str.casefold) or ragmetrics.__all__ == sorted(
+        ragmetrics.__all__
+    )
     for name in ragmetrics.__all__:
         assert hasattr(ragmetrics, name), name
-    for name in ("FaithfulnessMetric", "RelevancyMetric", "GroundednessMetric", "RagMetricsError",
-                 "InvalidInputError", "NoScoreError", "MetricResult"):
+    for name in (
+        "FaithfulnessMetric",
+        "RelevancyMetric",
+        "GroundednessMetric",
+        "RagMetricsError",
+        "InvalidInputError",
+        "NoScoreError",
+        "MetricResult",
+    ):
         assert name in ragmetrics.__all__
 
 
@@ -80,9 +91,20 @@ LAYERS = [
     {"ragmetrics.judge"},
     {"ragmetrics.metrics"},
     {"ragmetrics.pipeline"},
-    {"ragmetrics.cases", "ragmetrics.cli", "ragmetrics.testing", "ragmetrics.pytest_plugin",
-     "ragmetrics.integrations", "ragmetrics.report", "ragmetrics.eval", "ragmetrics.suite",
-     "ragmetrics.__main__", "ragmetrics._fake", "ragmetrics.case_result", "ragmetrics.cli_eval"},
+    {
+        "ragmetrics.cases",
+        "ragmetrics.cli",
+        "ragmetrics.testing",
+        "ragmetrics.pytest_plugin",
+        "ragmetrics.integrations",
+        "ragmetrics.report",
+        "ragmetrics.eval",
+        "ragmetrics.suite",
+        "ragmetrics.__main__",
+        "ragmetrics._fake",
+        "ragmetrics.case_result",
+        "ragmetrics.cli_eval",
+    },
 ]
 
 
@@ -112,8 +134,10 @@ def test_no_module_imports_a_layer_above_it():
         for node in ast.walk(ast.parse(path.read_text())):
             targets = []
             if isinstance(node, ast.ImportFrom) and node.module == "ragmetrics":
-                targets = [f"ragmetrics.{a.name}" if _is_submodule(package, a.name) else "ragmetrics"
-                           for a in node.names]
+                targets = [
+                    f"ragmetrics.{a.name}" if _is_submodule(package, a.name) else "ragmetrics"
+                    for a in node.names
+                ]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 targets = [node.module]
             elif isinstance(node, ast.Import):

@@ -105,7 +105,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.rfile.read(int(length))
         if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():
             return b""
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
             if size == 0:

@@ -85,15 +85,23 @@ class AnthropicJudge(ProviderJudge):
         if failure is not None:
             return failure
         if isinstance(exc, anthropic.APITimeoutError):
-            return Failure(status="timeout", transient=True,
-                           message=f"no reply within {self.settings.timeout_s:g} s")
+            return Failure(
+                status="timeout", transient=True, message=f"no reply within {self.settings.timeout_s:g} s"
+            )
         if isinstance(exc, anthropic.APIConnectionError):
-            return Failure(status="provider_error", transient=True,
-                           message=f"could not connect to {self.settings.base_url or 'api.anthropic.com'}: {exc}")
+            return Failure(
+                status="provider_error",
+                transient=True,
+                message=f"could not connect to {self.settings.base_url or 'api.anthropic.com'}: {exc}",
+            )
         if isinstance(exc, anthropic.APIStatusError):
-            return http_failure(exc.status_code, exc.response.headers.get("retry-after"),
-                                str(getattr(exc, "message", exc)), {
-                                    401: "check the ANTHROPIC_API_KEY environment variable",
-                                    404: f"check the model name in '{self.info.spec}'",
-                                })
+            return http_failure(
+                exc.status_code,
+                exc.response.headers.get("retry-after"),
+                str(getattr(exc, "message", exc)),
+                {
+                    401: "check the ANTHROPIC_API_KEY environment variable",
+                    404: f"check the model name in '{self.info.spec}'",
+                },
+            )
         return None

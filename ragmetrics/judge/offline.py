@@ -183,10 +183,11 @@ _FILLER = re.compile(
     re.IGNORECASE,
 )
 _DEFLECTION = re.compile(
-    r"^(?:(?:so |but )?(?:you )?(?:may|might|could|should|can) (?:want|wish|need) to |(?:please )?|i (?:would )?"
-    r"(?:suggest|recommend) (?:you )?)(?:check|consult|look (?:it )?up in|refer to|search|verify (?:this|that|it) "
-    r"(?:with|in|against)) (?:another|other|a different|more|additional|reliable|official|an? (?:other|official|"
-    r"reliable)) (?:sources?|references?|websites?)\W*$",
+    r"^(?:(?:so |but )?(?:you )?(?:may|might|could|should|can) (?:want|wish|need) to "
+    r"|(?:please )?|i (?:would )?(?:suggest|recommend) (?:you )?)"
+    r"(?:check|consult|look (?:it )?up in|refer to|search|verify (?:this|that|it) (?:with|in|against)) "
+    r"(?:another|other|a different|more|additional|reliable|official|an? (?:other|official|reliable)) "
+    r"(?:sources?|references?|websites?)\W*$",
     re.IGNORECASE,
 )
 """A deflection to other sources ("you may want to check another source"): it asserts nothing."""
@@ -847,7 +848,10 @@ class _SemanticModel:
         texts = [claims[i] for i in wanted] + list(windows)
         with self._lock:
             vectors = self._load().encode(
-                texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
+                texts,
+                batch_size=32,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
                 show_progress_bar=False,
             )
         sims = vectors[: len(wanted)] @ vectors[len(wanted) :].T
@@ -918,9 +922,7 @@ class OfflineJudge:
         """
         started = time.perf_counter()
         if self._semantic is not None and request.task == "claims.verify":  # the model runs off the loop
-            data = await asyncio.to_thread(
-                answer, request.task, request.variables, semantic=self._semantic
-            )
+            data = await asyncio.to_thread(answer, request.task, request.variables, semantic=self._semantic)
         else:
             data = answer(request.task, request.variables)
         try:

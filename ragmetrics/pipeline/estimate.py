@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics.errors import InvalidInputError
-from ragmetrics.judge.cache import CachingJudge, cache_key
+from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.pricing import cost_usd
 from ragmetrics.metrics._claims import ClaimMetric, chunk_contexts, extract_request, verify_request
 from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
@@ -129,14 +129,7 @@ class _Group:
 
 def _peek(judge: CachingJudge, request: Any) -> Mapping[str, Any] | None:
     """A cached reply for ``request`` if there is one; never calls the judge."""
-    peek = getattr(judge, "peek", None)
-    if callable(peek):
-        return peek(request)
-    key = cache_key(judge.inner, request)
-    entry = judge._memo.get(key)  # noqa: SLF001 - read-only look-up until CachingJudge.peek exists
-    if entry is None:
-        entry = judge._disk_get(key)  # noqa: SLF001
-    return entry
+    return judge.peek(request)
 
 
 class SampleEstimator:

@@ -443,7 +443,9 @@ def test_deflections_to_other_sources_are_not_claims_but_advice_is():
     assert extract("I'm not sure, you may want to check another source.")["claims"] == []
     texts = [c["text"] for c in extract("Paris is the capital. Please consult other sources.")["claims"]]
     assert texts == ["Paris is the capital."]
-    assert [c["text"] for c in extract("You should consult a doctor.")["claims"]] == ["You should consult a doctor."]
+    assert [c["text"] for c in extract("You should consult a doctor.")["claims"]] == [
+        "You should consult a doctor."
+    ]
 
 
 @pytest.mark.parametrize(

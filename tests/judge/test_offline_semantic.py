@@ -87,9 +87,7 @@ _WITHOUT_EXTRA = textwrap.dedent(
 
 
 def test_missing_extra_raises_at_construction_and_plain_offline_still_works():
-    proc = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_EXTRA], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", _WITHOUT_EXTRA], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for name in ("spec", "class"):

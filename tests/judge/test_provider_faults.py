@@ -228,7 +228,10 @@ def test_base_url_variables_name_the_judge(monkeypatch, dummy_keys):
 
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
-    assert parse_judge_spec("anthropic:claude-haiku-4-5").spec == "anthropic:claude-haiku-4-5@http://127.0.0.1:9/"
+    assert (
+        parse_judge_spec("anthropic:claude-haiku-4-5").spec
+        == "anthropic:claude-haiku-4-5@http://127.0.0.1:9/"
+    )
     assert parse_judge_spec("openai:gpt-4o-mini").spec == "openai:gpt-4o-mini@http://127.0.0.1:8/v1"
     assert parse_judge_spec("anthropic:m@https://gw.example/").base_url == "https://gw.example/"  # spec wins
     monkeypatch.delenv("ANTHROPIC_BASE_URL")

@@ -196,7 +196,6 @@ def test_resolve_embedder_cache_option(tmp_path, monkeypatch):
         EmbeddingDistanceEvaluator("fake", cache="")
 
 
-
 async def test_servers_behind_openai_base_url_do_not_share_cache_entries(
     fake_llm_server, dummy_keys, tmp_path, monkeypatch
 ):
