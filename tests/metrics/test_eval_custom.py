@@ -109,7 +109,7 @@ async def test_javascript_throw_is_a_clear_error():
 async def test_javascript_time_cap_stops_an_infinite_loop():
     started = time.perf_counter()
     result = await CustomEvaluator("(o) => { while (true) {} }", timeout=1).evaluate("x")
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 30  # it stops (the cap is CPU time; a busy machine adds wall time)
     assert result.status == "timeout" and "time limit" in (result.message or "")
     # catching the interrupt does not buy more time
     sneaky = await CustomEvaluator(
@@ -131,7 +131,7 @@ async def test_javascript_memory_cap():
     ):
         started = time.perf_counter()
         result = await CustomEvaluator(source).evaluate("x")
-        assert time.perf_counter() - started < 5
+        assert time.perf_counter() - started < 30  # it stops; the memory message below says why
         assert result.score is None and "64 MB memory limit" in (result.message or ""), source
     # the same allocation fits under a larger cap
     fits = await CustomEvaluator(
