@@ -14,6 +14,7 @@ import logging
 import time
 import weakref
 from abc import ABC, abstractmethod
+from contextvars import ContextVar
 from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
@@ -29,6 +30,29 @@ from ragmetrics.settings import JudgeSettings
 __all__ = ["CallOutcome", "ProviderJudge"]
 
 log = logging.getLogger("ragmetrics.judge")
+
+_IN_OUR_CALL: ContextVar[bool] = ContextVar("ragmetrics_in_judge_call", default=False)
+
+
+class _NotDuringOurCalls(logging.Filter):
+    """Drops instructor's per-attempt retry logs inside ragmetrics' own calls, and only there.
+
+    instructor logs every failed attempt at ERROR; ours are retried and reported once, as a result's
+    status and message. A user's own instructor calls (no ragmetrics call in their context) keep
+    their logs, and the logger's level is never touched.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _IN_OUR_CALL.get()
+
+
+_INSTRUCTOR_FILTER = _NotDuringOurCalls()
+
+
+def _quiet_instructor_retries_in_our_calls() -> None:
+    logger = logging.getLogger("instructor.v2.retry")
+    if _INSTRUCTOR_FILTER not in logger.filters:
+        logger.addFilter(_INSTRUCTOR_FILTER)
 
 
 class CallOutcome:
@@ -93,9 +117,7 @@ class ProviderJudge(ABC):
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            # instructor logs every failed attempt at ERROR level; retries and failures are ours
-            # to report (as results with a status), so its retry logger is quietened.
-            logging.getLogger("instructor.v2.retry").setLevel(logging.CRITICAL)
+            _quiet_instructor_retries_in_our_calls()
             client = self._make_client()
             self._clients[loop] = client
         return client
@@ -188,10 +210,14 @@ class ProviderJudge(ABC):
                     try:
                         if self.rate is not None:
                             await self.rate.acquire(_prompt_estimate(request))
-                        outcome = await asyncio.wait_for(
-                            self._call(self._client(), request, max_tokens),
-                            timeout=self.settings.timeout_s * (self.settings.reasks + 1) + 5,
-                        )
+                        marked = _IN_OUR_CALL.set(True)  # copied into the task wait_for makes
+                        try:
+                            outcome = await asyncio.wait_for(
+                                self._call(self._client(), request, max_tokens),
+                                timeout=self.settings.timeout_s * (self.settings.reasks + 1) + 5,
+                            )
+                        finally:
+                            _IN_OUR_CALL.reset(marked)
                     except _Truncated:
                         raise
                     except asyncio.TimeoutError as exc:

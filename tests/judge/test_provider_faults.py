@@ -236,3 +236,19 @@ def test_base_url_variables_name_the_judge(monkeypatch, dummy_keys):
     assert parse_judge_spec("anthropic:m@https://gw.example/").base_url == "https://gw.example/"  # spec wins
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
     assert parse_judge_spec("anthropic:claude-haiku-4-5").base_url is None
+
+
+async def test_instructor_retry_logs_are_quiet_in_our_calls_only(fake_llm_server, openai_spec, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="instructor")
+    fake_llm_server.enqueue(FakeReply(status=500), FakeReply(json=seed.PARIS_EXTRACT))
+    judge = make_judge(openai_spec, **FAST)
+    reply = await judge.complete(extract_request(sample()))
+    await judge.aclose()
+    assert reply.usage.calls == 2 and judge.retries == 1  # instructor logs a failed call at ERROR
+    assert [r for r in caplog.records if r.name.startswith("instructor") and r.levelno >= logging.ERROR] == []
+    retry_logger = logging.getLogger("instructor.v2.retry")
+    assert retry_logger.level == logging.NOTSET  # the user's own configuration is untouched
+    retry_logger.error("a user's own instructor call failed")  # outside our calls it still logs
+    assert any(r.getMessage() == "a user's own instructor call failed" for r in caplog.records)
