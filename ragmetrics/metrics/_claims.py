@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 import unicodedata
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from rapidfuzz import fuzz
 
@@ -38,7 +38,6 @@ EXTRACT_VERSION = "claims/extract.v1"
 VERIFY_VERSION = "claims/verify.v1"
 SYSTEM_VERSION = "claims/system.v1"
 LOGIC_VERSION = "1"
-_T = TypeVar("_T")
 QUOTE_MIN_RATIO = 90.0
 """Fuzzy ratio (0-100) at which an evidence quote counts as found in its context."""
 
@@ -321,13 +320,6 @@ class ClaimMetric(JudgeHolder):
     ) -> float:
         """Blocking twin of :meth:`score`."""
         return run_sync(self._closing(self.score(question, answer, contexts, reference)))
-
-    async def _closing(self, coro: Awaitable[_T]) -> _T:
-        try:
-            return await coro
-        finally:
-            if self._judge is not None:
-                await self._judge.aclose()  # its HTTP clients and disk cache (both reopen on next use)
 
     async def evaluate_sample(self, sample: Sample, *, repeat: int = 0) -> MetricResult:
         """Score a validated sample; judge failures become a result with a status, never an exception."""

@@ -6,13 +6,16 @@ The RAG metrics and the model-graded evaluators hold a judge the same way; the p
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import CachingJudge, Judge, resolve_judge
 
 __all__ = ["JudgeHolder"]
+
+_T = TypeVar("_T")
 
 
 class JudgeHolder:
@@ -51,6 +54,14 @@ class JudgeHolder:
         llm = self._llm if self._llm is None or isinstance(self._llm, str) else id(self._llm)
         cache = str(self._cache) if not isinstance(self._cache, bool) else self._cache
         return (llm, cache, tuple(sorted((k, repr(v)) for k, v in self._judge_options.items())))
+
+    async def _closing(self, coro: Awaitable[_T]) -> _T:
+        """Await ``coro``, then close the judge (the ``*_sync`` twins end their event loop after this)."""
+        try:
+            return await coro
+        finally:
+            if self._judge is not None:
+                await self._judge.aclose()  # its HTTP clients and disk cache (both reopen on next use)
 
     def use_judge(self, judge: CachingJudge) -> None:
         """Share ``judge`` with other metrics (the pipeline does this, so claims are extracted once)."""

@@ -24,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
@@ -57,7 +57,6 @@ __all__ = [
 ]
 
 LOGIC_VERSION = "1"
-_T = TypeVar("_T")
 
 
 # -- shared judge plumbing -------------------------------------------------------------------------
@@ -118,13 +117,6 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
     def evaluate_sync(self, prediction: str, reference: Any = "", input: str = "") -> MetricResult:  # noqa: A002
         """Blocking twin of :meth:`evaluate`; closes the judge's clients and disk cache before returning."""
         return run_sync(self._closing(self.evaluate(prediction, reference, input)))
-
-    async def _closing(self, coro: Awaitable[_T]) -> _T:
-        try:
-            return await coro
-        finally:
-            if self._judge is not None:
-                await self._judge.aclose()  # its HTTP clients and disk cache (both reopen on next use)
 
     def _prompts(self) -> list[Prompt]:
         return [load_prompt(p) for p in self._prompt_ids]
