@@ -11,7 +11,7 @@ on ``faithfulness_dev.jsonl``? Every variant is a rule fixed in advance, not a w
 labels. For each: AUROC on BEGIN, ExpertQA and overall, and the overall AUROC difference from the
 unigram baseline with its paired bootstrap interval (``offline_quality.auroc_difference``, seed 0).
 
-Variants built from the shipped judge's per-claim features (``ragmetrics.judge.offline._support``,
+Variants built from the shipped judge's per-claim features (``ragmetrics.judge.osup._support``,
 the same claims the judge extracts):
 
 * ``shipped``: the judge as released (mean claim support); checked equal to ``FaithfulnessMetric``.
@@ -56,18 +56,20 @@ for path in (ROOT, ROOT / "benchmarks"):
 import offline_quality as oq  # noqa: E402  (benchmarks/offline_quality.py: data, statistics, baseline)
 
 from ragmetrics import _text  # noqa: E402
+from ragmetrics.judge import _offline_claims as oc  # noqa: E402
+from ragmetrics.judge import _offline_support as osup  # noqa: E402
 from ragmetrics.judge import offline  # noqa: E402
 
-Claim = tuple[str, Any]  # (claim text, offline._Support)
+Claim = tuple[str, Any]  # (claim text, osup._Support)
 
 
 def claim_features(record: dict[str, Any]) -> tuple[list[Claim], list[Any]]:
     """The judge's claims for ``record`` with their support features, and the prepared contexts."""
     extracted = offline.answer("claims.extract", {"question": record["question"], "answer": record["answer"]})
-    prepared = [offline._prepare(c or "") for c in record.get("contexts") or []]
-    pool = offline._pool(prepared)
+    prepared = [osup._prepare(c or "") for c in record.get("contexts") or []]
+    pool = osup._pool(prepared)
     claims = [c["text"] for c in extracted["claims"]]
-    return [(c, offline._support(c, prepared, pool)) for c in claims], prepared
+    return [(c, osup._support(c, prepared, pool)) for c in claims], prepared
 
 
 def capped(sup: Any, value: float) -> float:
@@ -108,10 +110,10 @@ def idf_support() -> Callable[[str, Any], float] | None:
     def support(claim: str, sup: Any, pool: Any) -> float:
         if sup.context is None:
             return sup.support
-        tokens = _text.tokenize(offline._CITATION.sub(" ", claim))
+        tokens = _text.tokenize(oc._CITATION.sub(" ", claim))
         stems = _text.stems(tokens)
-        keep = [t not in offline._PRONOUNS and not t.startswith("'") for t in tokens]
-        pairs = offline._content_pairs(claim)
+        keep = [t not in oc._PRONOUNS and not t.startswith("'") for t in tokens]
+        pairs = oc._content_pairs(claim)
         content = weighted([s for _, s in pairs], [w for w, _ in pairs], pool.stems)
         words = weighted(
             [s for s, k in zip(stems, keep, strict=True) if k],
@@ -135,7 +137,7 @@ def sentence_min(record: dict[str, Any]) -> float:
             bigrams.update(zip(s, s[1:], strict=False))
     per = []
     for a, b in _text.sentence_spans(record["answer"]):
-        tokens = _text.tokenize(offline._CITATION.sub(" ", record["answer"][a:b]))
+        tokens = _text.tokenize(oc._CITATION.sub(" ", record["answer"][a:b]))
         if not tokens:
             continue
         st = _text.stems(tokens)
@@ -224,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         skipped["idf"] = "wordfreq is not installed (pip install wordfreq)"
     else:
         variants["idf"] = [
-            mean([idf(c, s, offline._pool(prepared)) for c, s in claims]) if claims else 1.0  # type: ignore[call-arg]
+            mean([idf(c, s, osup._pool(prepared)) for c, s in claims]) if claims else 1.0  # type: ignore[call-arg]
             for claims, prepared in features
         ]
     variants["sentence_min"] = [sentence_min(r) for r in records]
@@ -235,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not claims:
                 scores.append(1.0)
                 continue
-            windows = offline._window_texts(prepared)
+            windows = osup._window_texts(prepared)
             sims = aligner.recalls([c for c, _ in claims], windows)
             scores.append(
                 mean(
