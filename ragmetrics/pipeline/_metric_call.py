@@ -15,7 +15,7 @@ from typing import Any
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.metrics.base import check_threshold, passed_at
-from ragmetrics.pipeline.report import RESERVED_NAMES
+from ragmetrics.pipeline.records import RESERVED_NAMES
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult
 

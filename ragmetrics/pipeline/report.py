@@ -8,28 +8,35 @@ bootstrap confidence interval of the mean (numpy, seeded), pass rate; plus run-l
 hits and misses, retries, throttles, calls, tokens, cost). Nothing here is ever NaN: what has no score
 is counted by status and left out of means, openly.
 
-Exports: JSONL (one record per line, lossless), CSV and pandas (one flat row per record), and a JSON
-round-trip of the whole report. This module sits below the runner and imports only the record types.
+The record types live in :mod:`ragmetrics.pipeline.records` and the exports (JSONL, lossless; CSV and
+pandas, one flat row per record) in :mod:`ragmetrics.pipeline.export`; both are re-exported here. A
+report round-trips through JSON. This module sits below the runner.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics._version import __version__
-from ragmetrics.errors import MissingDependencyError
-from ragmetrics.sample import Sample
-from ragmetrics.score import MetricResult, Usage
+from ragmetrics.pipeline.export import (
+    _metric_names,
+    _pandas,
+    flat_row,
+    read_jsonl,
+    to_dataframe,
+    write_csv,
+    write_jsonl,
+)
+from ragmetrics.pipeline.records import ErrorRecord, EvaluationResult, ScoreSpread
+from ragmetrics.score import Usage
 
 __all__ = [
     "CacheSummary",
@@ -52,176 +59,6 @@ CI_LEVEL = 0.95
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 _BLOCK_DRAWS = 1_000_000  # random indices drawn per numpy block: bounds the bootstrap's memory
-
-RESERVED_NAMES = frozenset(
-    {
-        "index",
-        "id",
-        "sample",
-        "scores",
-        "results",
-        "errors",
-        "spread",
-        "usage",
-        "latency_ms",
-        "mean_score",
-        "ok",
-        "skipped",
-        "score",
-        "cost_usd",
-        "model_config",
-        "model_fields",
-    }
-)
-"""Names a metric may not take: they are attributes of :class:`EvaluationResult` already."""
-
-
-class ErrorRecord(BaseModel):
-    """Why a metric (or a whole row) has no score."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    metric: str | None = None
-    """The metric that failed; None when the whole row failed (bad input, skipped for budget)."""
-    status: str
-    """A result status (``invalid_input``, ``timeout``, ``rate_limited``, ``provider_error``,
-    ``judge_output_invalid``, ``truncated``), ``error`` (the metric raised) or ``skipped`` (budget)."""
-    message: str
-    """What failed and why, in words."""
-    type: str
-    """The exception class name (``JudgeError``, ``InvalidInputError``, ``NoScoreError``...)."""
-    traceback: str | None = None
-    """The formatted traceback, for unexpected exceptions."""
-    row: int | None = None
-    """The dataset row (0-based)."""
-    field: str | None = None
-    """The input field at fault, for bad input."""
-
-
-class ScoreSpread(BaseModel):
-    """One metric's scores over ``repeats=N`` runs on one sample."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    scores: list[float | None]
-    """The score of each repeat (None where that repeat had none)."""
-    n: int
-    """Repeats that produced a score."""
-    mean: float | None
-    """Mean of those scores."""
-    std: float | None
-    """Population standard deviation of those scores (0 for one score)."""
-    min: float | None
-    max: float | None
-
-    @classmethod
-    def of(cls, scores: Sequence[float | None]) -> ScoreSpread:
-        """The spread of a list of scores (None entries are counted out)."""
-        got = [s for s in scores if s is not None]
-        if not got:
-            return cls(scores=list(scores), n=0, mean=None, std=None, min=None, max=None)
-        mean = math.fsum(got) / len(got)
-        std = math.sqrt(math.fsum((s - mean) ** 2 for s in got) / len(got))
-        return cls(scores=list(scores), n=len(got), mean=mean, std=std, min=min(got), max=max(got))
-
-
-def _fmt(value: float | None) -> str:
-    return "None" if value is None else f"{value:.2f}"
-
-
-class EvaluationResult(BaseModel):
-    """The scores of one dataset row, with everything behind them.
-
-    Each metric's score is also an attribute named after the metric (``result.faithfulness``);
-    ``None`` when the metric produced no score, in which case ``errors`` says why.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    """Position of the row in the dataset (0-based); results come back in this order."""
-    id: str
-    """The row's id, or its index as text when it had none."""
-    sample: Sample | None = None
-    """The validated sample; None when the row itself was invalid."""
-    scores: dict[str, float | None] = Field(default_factory=dict)
-    """Score per metric, in the pipeline's metric order (mean over repeats when ``repeats > 1``)."""
-    results: dict[str, MetricResult] = Field(default_factory=dict)
-    """Full record per metric that returned one: claims, verdicts, reasons, usage (first repeat)."""
-    errors: list[ErrorRecord] = Field(default_factory=list)
-    """Why some metric (or the row) has no score."""
-    spread: dict[str, ScoreSpread] = Field(default_factory=dict)
-    """Per metric, the scores of every repeat and their spread (only when ``repeats > 1``)."""
-    usage: Usage = Field(default_factory=Usage)
-    """LLM calls, tokens and cost of this row, summed over metrics and repeats."""
-    latency_ms: float = 0.0
-    """Wall time of this row."""
-    mean_score: float | None = None
-    """Mean of the scores that exist; None when no metric produced one (computed, never NaN)."""
-
-    @model_validator(mode="after")
-    def _compute_mean(self) -> EvaluationResult:
-        got = [s for s in self.scores.values() if s is not None]
-        self.mean_score = math.fsum(got) / len(got) if got else None
-        return self
-
-    def __getattr__(self, name: str) -> Any:
-        if not name.startswith("_"):
-            scores = self.__dict__.get("scores")
-            if scores is not None and name in scores:
-                return scores[name]
-        return super().__getattr__(name)  # type: ignore[misc]
-
-    def __dir__(self) -> list[str]:
-        return sorted(set(super().__dir__()) | set(self.scores))
-
-    def __repr__(self) -> str:
-        parts = [f"{name}={_fmt(score)}" for name, score in self.scores.items()]
-        parts.append(f"mean_score={_fmt(self.mean_score)}")
-        if self.errors:
-            parts.append(f"errors={len(self.errors)}")
-        return f"EvaluationResult({', '.join(parts)})"
-
-    __str__ = __repr__
-
-    def score(self, metric: str) -> float | None:
-        """The score of ``metric`` (None when it has none).
-
-        Raises:
-            KeyError: No metric of that name ran.
-        """
-        return self.scores[metric]
-
-    @property
-    def ok(self) -> bool:
-        """True when every metric produced a score and nothing failed."""
-        return not self.errors
-
-    @property
-    def skipped(self) -> bool:
-        """True when the row was not run because the cost budget was reached."""
-        return any(e.status == "skipped" for e in self.errors)
-
-    @property
-    def cost_usd(self) -> float:
-        """Cost of this row in USD."""
-        return self.usage.cost_usd
-
-    def status_of(self, metric: str) -> str:
-        """The status of ``metric`` on this row: the result's status, else the error's."""
-        result = self.results.get(metric)
-        if result is not None:
-            return result.status
-        for err in self.errors:
-            if err.metric == metric:
-                return err.status
-        for err in self.errors:
-            if err.metric is None:
-                return err.status
-        return "missing"
-
-
-# -- aggregates -----------------------------------------------------------------------------------
 
 
 def bootstrap_ci(
@@ -554,96 +391,3 @@ class Report(BaseModel):
         """The aggregates as a pandas DataFrame, one row per metric."""
         pd = _pandas("Report.aggregates_frame()")
         return pd.DataFrame([a.model_dump() for a in self.aggregates.values()]).set_index("name")
-
-
-def _metric_names(records: Sequence[EvaluationResult]) -> list[str]:
-    names: dict[str, None] = {}
-    for r in records:
-        for name in r.scores:
-            names.setdefault(name, None)
-    return list(names)
-
-
-def _pandas(feature: str) -> Any:
-    try:
-        import pandas as pd
-    except ImportError as exc:
-        raise MissingDependencyError("pandas", "pandas", feature) from exc
-    return pd
-
-
-def flat_row(record: EvaluationResult, metrics: Sequence[str] | None = None) -> dict[str, Any]:
-    """One record as a flat mapping: ids, input, a score and a status column per metric, totals, errors."""
-    names = list(metrics) if metrics is not None else list(record.scores)
-    sample = record.sample
-    row: dict[str, Any] = {
-        "index": record.index,
-        "id": record.id,
-        "question": sample.question if sample else None,
-        "answer": sample.answer if sample else None,
-        "contexts": json.dumps(list(sample.contexts), ensure_ascii=False) if sample else None,
-        "reference": sample.reference if sample else None,
-    }
-    for name in names:
-        row[name] = record.scores.get(name)
-        row[f"{name}_status"] = record.status_of(name)
-        result = record.results.get(name)
-        row[f"{name}_reason"] = result.reasoning if result is not None else None
-        spread = record.spread.get(name)
-        if spread is not None:
-            row[f"{name}_std"] = spread.std
-    row["mean_score"] = record.mean_score
-    row["calls"] = record.usage.calls
-    row["cached_calls"] = record.usage.cached_calls
-    row["prompt_tokens"] = record.usage.prompt_tokens
-    row["completion_tokens"] = record.usage.completion_tokens
-    row["cost_usd"] = record.usage.cost_usd
-    row["latency_ms"] = record.latency_ms
-    row["errors"] = "; ".join(f"{e.metric or 'row'}: {e.status}: {e.message}" for e in record.errors) or None
-    return row
-
-
-def write_jsonl(records: Iterable[EvaluationResult], path: str | Path) -> Path:
-    """Write records as JSON lines, one per record, in the order given."""
-    out = Path(path)
-    with out.open("w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(record.model_dump_json())
-            fh.write("\n")
-    return out
-
-
-def read_jsonl(path: str | Path) -> Iterator[EvaluationResult]:
-    """Read back records written by :func:`write_jsonl`."""
-    with Path(path).open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield EvaluationResult.model_validate_json(line)
-
-
-def write_csv(
-    records: Iterable[EvaluationResult], path: str | Path, *, metrics: Sequence[str] | None = None
-) -> Path:
-    """Write records as CSV, one flat row each (see :func:`flat_row`)."""
-    out = Path(path)
-    items = list(records)
-    names = list(metrics) if metrics is not None else _metric_names(items)
-    rows = [flat_row(r, names) for r in items]
-    fields: dict[str, None] = {}
-    for row in rows:
-        for key in row:
-            fields.setdefault(key, None)
-    with out.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(fields) or ["index", "id"])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-    return out
-
-
-def to_dataframe(records: Iterable[EvaluationResult], *, metrics: Sequence[str] | None = None) -> Any:
-    """Records as a pandas DataFrame, one flat row each (needs the ``pandas`` extra)."""
-    pd = _pandas("to_pandas()")
-    items = list(records)
-    names = list(metrics) if metrics is not None else _metric_names(items)
-    return pd.DataFrame([flat_row(r, names) for r in items])
