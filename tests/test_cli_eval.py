@@ -122,3 +122,37 @@ def test_help_is_fast_and_imports_no_provider_sdk():
     assert time.perf_counter() - started < 2.0
     assert proc.stdout.strip().splitlines()[-1] == "[]"
     assert "eval" in proc.stdout and "estimate" in proc.stdout and "test" in proc.stdout
+
+
+def test_json_input_metric_subset_no_cache_concurrency_report_and_csv_out(tmp_path):
+    data = tmp_path / "rows.json"
+    rows = [("What is Python?", "Python is a language."), ("Capital?", "Paris is the capital.")]
+    data.write_text(json.dumps([{"question": q, "answer": a, "contexts": [a]} for q, a in rows]))
+    cache = tmp_path / "cache"
+    proc = run(
+        "eval", str(data), "--metrics", "faithfulness", "--no-cache", "--concurrency", "2",
+        "--report", str(tmp_path / "r.html"), "--out", str(tmp_path / "r.csv"), "--json",
+        env={"RAGMETRICS_CACHE_DIR": str(cache)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert set(json.loads(proc.stdout)["aggregates"]) == {"faithfulness"}
+    assert not cache.exists() or not any(cache.rglob("*")), "--no-cache wrote the cache"
+    assert "<html" in (tmp_path / "r.html").read_text(encoding="utf-8").lower()
+    assert (tmp_path / "r.csv").read_text().splitlines()[0].count("faithfulness") >= 1
+    assert run("eval", "--example", "--concurrency", "0").returncode == 2
+
+
+def test_max_cost_stops_launching_samples_against_a_priced_judge(fake_llm_server, tmp_path):
+    spec = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
+    proc = run(
+        "eval", "--example", "--judge", spec, "--max-cost", "0.0002", "--json", "--concurrency", "1",
+        env={"RAGMETRICS_CACHE_DIR": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    statuses = summary["aggregates"]["faithfulness"]["statuses"]
+    assert statuses.get("skipped", 0) > 0, statuses  # the budget stopped some rows
+    run_stats = summary["run"]
+    assert run_stats["skipped"] > 0 and run_stats["budget_exhausted"] is True
+    assert 0 < run_stats["usage"]["cost_usd"] <= 0.0002 * 1.5  # reserve-then-settle may overshoot a little
+    assert fake_llm_server.calls.total() < 24  # fewer than the 2 calls x 12 rows of a full run
