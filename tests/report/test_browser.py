@@ -324,6 +324,9 @@ def test_screenshot(page):
     page.page.set_viewport_size({"width": 430, "height": 900})
     page.page.wait_for_timeout(100)
     page.page.screenshot(path=str(ARTIFACTS / "report-narrow.png"))
+    for shot in (ARTIFACTS / "report.png", ARTIFACTS / "report-narrow.png"):
+        data = shot.read_bytes()
+        assert data.startswith(b"\x89PNG") and len(data) > 10_000, f"{shot} is not a rendered page"
     print(f"screenshots: {ARTIFACTS / 'report.png'}, {ARTIFACTS / 'report-narrow.png'}")
 
 
