@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from ragmetrics.judge.retry import Failure
+from ragmetrics.judge.retry import Failure, http_failure
 
-__all__ = ["classify_instructor", "prepared", "reask_policy", "total_tokens"]
+__all__ = ["classify_call_error", "classify_instructor", "prepared", "reask_policy", "total_tokens"]
 
 
 @functools.lru_cache(maxsize=128)
@@ -114,3 +115,41 @@ def _last_reply_text(completion: Any) -> str:
         return " ".join(str(getattr(b, "input", "") or getattr(b, "text", "")) for b in completion.content)
     except (AttributeError, TypeError):
         return str(completion)[:500]
+
+
+def classify_call_error(
+    exc: BaseException,
+    sdk: Any,
+    *,
+    host: str,
+    timeout_s: float,
+    hints: Mapping[int, str],
+    text: Callable[[Any], str],
+) -> Failure | None:
+    """Classify what one structured call raised: instructor's errors, then the SDK's.
+
+    The ``openai`` and ``anthropic`` SDKs name and shape their errors alike (``APITimeoutError``,
+    ``APIConnectionError``, ``APIStatusError`` with ``status_code`` and ``response``), so one function
+    serves both adapters.
+
+    Args:
+        exc: What the call raised.
+        sdk: The SDK module (``openai`` or ``anthropic``).
+        host: Where the call went, for the connection-error message.
+        timeout_s: The per-call timeout, for the timeout message.
+        hints: What to do per fatal HTTP status.
+        text: The provider's error message from an ``APIStatusError``.
+
+    Returns:
+        The failure, or None when the exception is not one of these (the caller re-raises it).
+    """
+    failure, exc = classify_instructor(exc)
+    if failure is not None:
+        return failure
+    if isinstance(exc, sdk.APITimeoutError):
+        return Failure(status="timeout", transient=True, message=f"no reply within {timeout_s:g} s")
+    if isinstance(exc, sdk.APIConnectionError):
+        return Failure(status="provider_error", transient=True, message=f"could not connect to {host}: {exc}")
+    if isinstance(exc, sdk.APIStatusError):
+        return http_failure(exc.status_code, exc.response.headers.get("retry-after"), text(exc), hints)
+    return None

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmetrics.judge._instructor import classify_instructor, prepared, reask_policy, total_tokens
+from ragmetrics.judge._instructor import classify_call_error, prepared, reask_policy, total_tokens
 from ragmetrics.judge._provider import CallOutcome, ProviderJudge
 from ragmetrics.judge.base import JudgeRequest
-from ragmetrics.judge.retry import Failure, http_failure
+from ragmetrics.judge.retry import Failure
 from ragmetrics.settings import JudgeSettings, api_key_for
 
 __all__ = ["AnthropicJudge"]
@@ -81,27 +81,14 @@ class AnthropicJudge(ProviderJudge):
     def _classify(self, exc: BaseException) -> Failure | None:
         import anthropic
 
-        failure, exc = classify_instructor(exc)
-        if failure is not None:
-            return failure
-        if isinstance(exc, anthropic.APITimeoutError):
-            return Failure(
-                status="timeout", transient=True, message=f"no reply within {self.settings.timeout_s:g} s"
-            )
-        if isinstance(exc, anthropic.APIConnectionError):
-            return Failure(
-                status="provider_error",
-                transient=True,
-                message=f"could not connect to {self.settings.base_url or 'api.anthropic.com'}: {exc}",
-            )
-        if isinstance(exc, anthropic.APIStatusError):
-            return http_failure(
-                exc.status_code,
-                exc.response.headers.get("retry-after"),
-                str(getattr(exc, "message", exc)),
-                {
-                    401: "check the ANTHROPIC_API_KEY environment variable",
-                    404: f"check the model name in '{self.info.spec}'",
-                },
-            )
-        return None
+        return classify_call_error(
+            exc,
+            anthropic,
+            host=self.settings.base_url or "api.anthropic.com",
+            timeout_s=self.settings.timeout_s,
+            hints={
+                401: "check the ANTHROPIC_API_KEY environment variable",
+                404: f"check the model name in '{self.info.spec}'",
+            },
+            text=lambda e: str(getattr(e, "message", e)),
+        )

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmetrics.judge._instructor import classify_instructor, prepared, reask_policy, total_tokens
+from ragmetrics.judge._instructor import classify_call_error, prepared, reask_policy, total_tokens
 from ragmetrics.judge._provider import CallOutcome, ProviderJudge
 from ragmetrics.judge.base import JudgeRequest
-from ragmetrics.judge.retry import Failure, http_failure
+from ragmetrics.judge.retry import Failure
 from ragmetrics.settings import JudgeSettings, api_key_for
 
 __all__ = ["OpenAIJudge"]
@@ -82,31 +82,18 @@ class OpenAIJudge(ProviderJudge):
     def _classify(self, exc: BaseException) -> Failure | None:
         import openai
 
-        failure, exc = classify_instructor(exc)
-        if failure is not None:
-            return failure
-        if isinstance(exc, openai.APITimeoutError):
-            return Failure(
-                status="timeout", transient=True, message=f"no reply within {self.settings.timeout_s:g} s"
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            return Failure(
-                status="provider_error",
-                transient=True,
-                message=f"could not connect to {self.settings.base_url or 'api.openai.com'}: {exc}",
-            )
-        if isinstance(exc, openai.APIStatusError):
-            return http_failure(
-                exc.status_code,
-                exc.response.headers.get("retry-after"),
-                _error_text(exc),
-                {
-                    401: "check the OPENAI_API_KEY environment variable",
-                    403: "the key lacks access to this model",
-                    404: f"check the model name in '{self.info.spec}' and the base URL",
-                },
-            )
-        return None
+        return classify_call_error(
+            exc,
+            openai,
+            host=self.settings.base_url or "api.openai.com",
+            timeout_s=self.settings.timeout_s,
+            hints={
+                401: "check the OPENAI_API_KEY environment variable",
+                403: "the key lacks access to this model",
+                404: f"check the model name in '{self.info.spec}' and the base URL",
+            },
+            text=_error_text,
+        )
 
 
 def _error_text(exc: Any) -> str:

@@ -8,6 +8,7 @@ provider adapter with more room. Adapters classify SDK exceptions into :class:`F
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tenacity import RetryCallState
@@ -71,7 +72,7 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, seconds)
 
 
-def http_failure(code: int, retry_after: str | None, text: str, hints: dict[int, str]) -> Failure:
+def http_failure(code: int, retry_after: str | None, text: str, hints: Mapping[int, str]) -> Failure:
     """Classify a provider's HTTP error status: 429 and 408/409/5xx are transient, the rest fatal.
 
     Args:
