@@ -35,11 +35,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
-from ragmetrics.metrics.evaluators import Evaluator, Scored
+from ragmetrics.metrics.evaluators import DEFAULT_THRESHOLD, Evaluator, Scored
 
 __all__ = ["CustomEvaluator"]
 
-DEFAULT_THRESHOLD = 0.9
 JS_TIMEOUT_S = 5.0
 JS_MEMORY_MB = 64
 

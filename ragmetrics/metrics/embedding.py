@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 from ragmetrics.errors import ConfigError, JudgeError, MissingDependencyError
 from ragmetrics.metrics._embedding_cache import CachingEmbedder, EmbeddingCountError
 from ragmetrics.metrics.base import check_threshold
-from ragmetrics.metrics.evaluators import Evaluator, Scored, judge_failure
+from ragmetrics.metrics.evaluators import DEFAULT_THRESHOLD, Evaluator, Scored, judge_failure
 from ragmetrics.score import Usage
 from ragmetrics.settings import base_url_from_env
 
@@ -45,8 +45,6 @@ __all__ = [
     "cosine",
     "resolve_embedder",
 ]
-
-DEFAULT_THRESHOLD = 0.9
 
 
 @runtime_checkable

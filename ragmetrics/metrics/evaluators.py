@@ -32,7 +32,21 @@ from ragmetrics.metrics.base import check_threshold
 from ragmetrics.sample import Sample
 from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage
 
-__all__ = ["Evaluator", "Scored", "check_flag", "judge_failure", "package_version"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "FIXED_PASS_MARK",
+    "Evaluator",
+    "GradedEvaluator",
+    "Scored",
+    "check_flag",
+    "judge_failure",
+    "package_version",
+]
+
+DEFAULT_THRESHOLD = 0.9
+"""Starting threshold of the graded evaluators (Cannonade)."""
+FIXED_PASS_MARK = 0.9
+"""Pass mark of ``contains`` and ``json_match``; not configurable."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,3 +233,19 @@ class Evaluator:
             judge=scored.judge,
             signature=self.signature,
         )
+
+
+class GradedEvaluator(Evaluator):
+    """An evaluator graded on [0, 1] against a reference, with a configurable pass mark (default 0.9).
+
+    ``rouge``, ``bleu``, ``levenshtein`` and ``f1`` take exactly these options.
+    """
+
+    def __init__(
+        self,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        case_sensitive: bool = False,
+        negate: bool = False,
+    ) -> None:
+        super().__init__(threshold=threshold, case_sensitive=case_sensitive, negate=negate)

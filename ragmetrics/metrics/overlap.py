@@ -30,7 +30,7 @@ from typing import Any
 
 from rapidfuzz.distance import LCSseq
 
-from ragmetrics.metrics.evaluators import Evaluator, Scored
+from ragmetrics.metrics.evaluators import GradedEvaluator, Scored
 
 __all__ = [
     "BLEU_SMOOTHING_EPSILON",
@@ -42,7 +42,6 @@ __all__ = [
     "rouge_tokens",
 ]
 
-DEFAULT_THRESHOLD = 0.9
 BLEU_SMOOTHING_EPSILON = 0.1
 """nltk ``SmoothingFunction().method1`` epsilon: matches counted for an n-gram order with none."""
 
@@ -98,7 +97,7 @@ def rouge_l(prediction: str, reference: str, *, case_sensitive: bool = False) ->
     return _rouge(prediction, reference, case_sensitive)[0]
 
 
-class RougeEvaluator(Evaluator):
+class RougeEvaluator(GradedEvaluator):
     """ROUGE-L F-measure against a reference answer; good for summaries.
 
     Equal to rouge-score's ``rougeL`` F-measure (default tokenizer, no stemming), which counts only
@@ -106,15 +105,6 @@ class RougeEvaluator(Evaluator):
     """
 
     name = "rouge"
-
-    def __init__(
-        self,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        case_sensitive: bool = False,
-        negate: bool = False,
-    ) -> None:
-        super().__init__(threshold=threshold, case_sensitive=case_sensitive, negate=negate)
 
     def _options(self) -> dict[str, object]:
         return {"variant": "rougeL-f", "tokenizer": "rouge_score-default", **super()._options()}
@@ -193,7 +183,7 @@ def _bleu_texts(prediction: str, reference: str, case_sensitive: bool) -> tuple[
     return _bleu(hyp, ref)
 
 
-class BleuEvaluator(Evaluator):
+class BleuEvaluator(GradedEvaluator):
     """Sentence BLEU over 1- and 2-grams with brevity penalty; good for translation-shaped tasks.
 
     Equal to ``nltk`` ``sentence_bleu(weights=(0.5, 0.5), smoothing_function=method1)`` on the same
@@ -201,15 +191,6 @@ class BleuEvaluator(Evaluator):
     """
 
     name = "bleu"
-
-    def __init__(
-        self,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        case_sensitive: bool = False,
-        negate: bool = False,
-    ) -> None:
-        super().__init__(threshold=threshold, case_sensitive=case_sensitive, negate=negate)
 
     def _options(self) -> dict[str, object]:
         return {"max_order": 2, "smoothing": "nltk-method1-eps0.1", **super()._options()}

@@ -29,7 +29,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
-from ragmetrics.metrics.evaluators import Evaluator, Scored
+from ragmetrics.metrics.evaluators import DEFAULT_THRESHOLD, FIXED_PASS_MARK, Evaluator, Scored
 
 __all__ = [
     "HTML_ELEMENTS",
@@ -39,8 +39,6 @@ __all__ = [
     "json_key_paths",
 ]
 
-DEFAULT_THRESHOLD = 0.9
-FIXED_PASS_MARK = 0.9
 MAX_CHARS = 10_000_000
 """Default size limit: longer outputs get an ``invalid_input`` result instead of being parsed."""
 MAX_DEPTH = 500

@@ -21,7 +21,12 @@ import regex
 from rapidfuzz.distance import Levenshtein
 
 from ragmetrics.errors import ConfigError, shorten
-from ragmetrics.metrics.evaluators import Evaluator, Scored
+from ragmetrics.metrics.evaluators import (
+    FIXED_PASS_MARK,
+    Evaluator,
+    GradedEvaluator,
+    Scored,
+)
 
 __all__ = [
     "ContainsEvaluator",
@@ -33,10 +38,6 @@ __all__ = [
     "token_f1",
 ]
 
-DEFAULT_THRESHOLD = 0.9
-"""Starting threshold of the graded evaluators (Cannonade)."""
-FIXED_PASS_MARK = 0.9
-"""Pass mark of ``contains`` and ``json_match``; not configurable."""
 BINARY_PASS_MARK = 1.0
 """Pass mark of the pass-or-fail evaluators."""
 
@@ -214,22 +215,13 @@ def levenshtein_similarity(prediction: str, reference: str, *, case_sensitive: b
     return 1.0 - _normalized_distance(prediction.strip().casefold(), reference.strip().casefold())
 
 
-class LevenshteinEvaluator(Evaluator):
+class LevenshteinEvaluator(GradedEvaluator):
     """Edit-distance similarity: ``1 - distance / max(len)``; sensitive to small deviations.
 
     Both sides are trimmed; letter case is ignored unless ``case_sensitive``. Both empty scores 1.
     """
 
     name = "levenshtein"
-
-    def __init__(
-        self,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        case_sensitive: bool = False,
-        negate: bool = False,
-    ) -> None:
-        super().__init__(threshold=threshold, case_sensitive=case_sensitive, negate=negate)
 
     async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         score, distance, longest = _levenshtein(prediction, reference, self.case_sensitive)
@@ -264,7 +256,7 @@ def token_f1(prediction: str, reference: str, *, case_sensitive: bool = False) -
     return _f1(prediction, reference, case_sensitive)[0]
 
 
-class F1Evaluator(Evaluator):
+class F1Evaluator(GradedEvaluator):
     """F1 over the unique whitespace-separated tokens of the output and the reference.
 
     Precision is the share of the output's distinct tokens found in the reference, recall the share of
@@ -272,15 +264,6 @@ class F1Evaluator(Evaluator):
     """
 
     name = "f1"
-
-    def __init__(
-        self,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        case_sensitive: bool = False,
-        negate: bool = False,
-    ) -> None:
-        super().__init__(threshold=threshold, case_sensitive=case_sensitive, negate=negate)
 
     async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         score, common, n_pred, n_ref = _f1(prediction, reference, self.case_sensitive)
