@@ -67,8 +67,8 @@ loaded from the package's files with ``HF_HUB_OFFLINE=1``). The model loads once
 first verification; the claims and windows of one request are encoded in one batch. Without the
 extra, constructing such a judge raises ``MissingDependencyError``. Measured on the dev set
 (``benchmarks/results/offline_quality_semantic.json``) it changes nothing that matters: faithfulness
-AUROC 0.942 / 0.740 (BEGIN / ExpertQA) with and without it, balanced accuracy 0.847 at its best
-threshold against 0.860, at about 0.5 s instead of 2.5 ms per record. nltk's Porter stemmer loads on
+AUROC 0.942 / 0.733 (BEGIN / ExpertQA) with it and 0.942 / 0.737 without, balanced accuracy 0.847 at its best
+threshold against 0.860, at about 0.25 s instead of 2 ms per record. nltk's Porter stemmer loads on
 first use.
 """
 
