@@ -14,7 +14,6 @@ import asyncio
 import hashlib
 import json
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragmetrics.errors import CacheError
+from ragmetrics.judge._store import DiskStore, LruMemo
 from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest
 from ragmetrics.score import Usage
 
@@ -92,58 +91,19 @@ class CachingJudge:
         self.info = inner.info
         self.directory = Path(directory) if directory is not None and not inner.info.heuristic else None
         self.stats = CacheStats()
-        self._memo: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._memo_size = memo_size
+        self._memo: LruMemo[dict[str, Any]] = LruMemo(memo_size)
         self._inflight: dict[tuple[int, str], asyncio.Future[dict[str, Any]]] = {}
-        self._disk: Any = None
+        self._store: DiskStore[dict[str, Any]] = DiskStore(
+            self.directory, what="judge cache", hint="pass cache=False (or --no-cache) to run without it"
+        )
 
     def __repr__(self) -> str:
         return f"CachingJudge({self.inner!r}, directory={str(self.directory) if self.directory else None!r})"
 
-    # -- disk access, kept behind two small functions -------------------------------------------------
-    def _open(self) -> Any:
-        if self._disk is None and self.directory is not None:
-            try:
-                import diskcache
-
-                self.directory.mkdir(parents=True, exist_ok=True)
-                self._disk = diskcache.Cache(str(self.directory), size_limit=2**33, eviction_policy="none")
-            except Exception as exc:  # diskcache raises sqlite3 and OS errors
-                raise CacheError(
-                    f"cannot open the judge cache at {self.directory}: {exc}; "
-                    "pass cache=False (or --no-cache) to run without it"
-                ) from exc
-        return self._disk
-
-    def _disk_get(self, key: str) -> dict[str, Any] | None:
-        disk = self._open()
-        if disk is None:
-            return None
-        try:
-            value: dict[str, Any] | None = disk.get(key)  # only validated replies are ever stored
-        except Exception as exc:
-            raise CacheError(f"cannot read the judge cache at {self.directory}: {exc}") from exc
-        return value
-
-    def _disk_set(self, key: str, entry: dict[str, Any]) -> None:
-        disk = self._open()
-        if disk is None:
-            return
-        try:
-            disk.set(key, entry)
-        except Exception as exc:
-            raise CacheError(f"cannot write the judge cache at {self.directory}: {exc}") from exc
-
-    def _remember(self, key: str, entry: dict[str, Any]) -> None:
-        self._memo[key] = entry
-        self._memo.move_to_end(key)
-        while len(self._memo) > self._memo_size:
-            self._memo.popitem(last=False)
-
     def peek(self, request: JudgeRequest) -> dict[str, Any] | None:
         """The stored entry for ``request`` (memory, then disk), without calling or counting anything."""
         key = cache_key(self.inner, request)
-        return self._memo.get(key) or self._disk_get(key)
+        return self._memo.get(key) or self._store.get(key)
 
     # -- the Judge protocol -----------------------------------------------------------------------------
     async def complete(self, request: JudgeRequest) -> JudgeReply:
@@ -152,9 +112,9 @@ class CachingJudge:
         key = cache_key(self.inner, request)
         entry = self._memo.get(key)
         if entry is None:
-            entry = self._disk_get(key)
+            entry = self._store.get(key)
             if entry is not None:
-                self._remember(key, entry)
+                self._memo.put(key, entry)
         if entry is not None:
             self.stats.hits += 1
             return self._reply(request, entry, started, cached=True)
@@ -186,8 +146,8 @@ class CachingJudge:
         finally:
             self._inflight.pop(flight_key, None)
         entry = {"value": reply.value.model_dump(mode="json"), "usage": reply.usage.model_dump()}
-        self._remember(key, entry)
-        self._disk_set(key, entry)
+        self._memo.put(key, entry)
+        self._store.set_many({key: entry})
         future.set_result(entry)
         return reply
 
@@ -205,6 +165,8 @@ class CachingJudge:
     async def aclose(self) -> None:
         """Close the inner judge's clients and the disk cache."""
         await self.inner.aclose()
-        if self._disk is not None:
-            self._disk.close()
-            self._disk = None
+        self._store.close()
+
+    def close_disk(self) -> None:
+        """Close the disk cache only (it reopens on next use); synchronous, unlike :meth:`aclose`."""
+        self._store.close()

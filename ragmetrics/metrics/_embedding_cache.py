@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragmetrics.errors import CacheError
+from ragmetrics.judge._store import DiskStore, LruMemo
 from ragmetrics.judge.cache import canonical_sha256
 from ragmetrics.score import Usage
 
@@ -87,10 +87,11 @@ class CachingEmbedder:
         self.identity = embedding_identity(inner)
         self.directory = Path(directory) if directory is not None and self.identity is not None else None
         self.stats = EmbeddingCacheStats()
-        self._memo: OrderedDict[str, list[float]] = OrderedDict()
-        self._memo_size = memo_size
+        self._memo: LruMemo[list[float]] = LruMemo(memo_size)
         self._inflight: dict[tuple[int, str], asyncio.Future[list[float]]] = {}
-        self._disk: Any = None
+        self._store: DiskStore[list[float]] = DiskStore(
+            self.directory, what="embedding cache", hint="pass cache=False to run without it"
+        )
 
     @property
     def name(self) -> str:
@@ -105,56 +106,13 @@ class CachingEmbedder:
         """The cache key of ``text`` for the inner embedder."""
         return embedding_cache_key(self.identity or {}, text)  # unnamed: this object's memo only
 
-    # -- disk access, kept behind two small functions -------------------------------------------------
-    def _open(self) -> Any:
-        if self._disk is None and self.directory is not None:
-            try:
-                import diskcache
-
-                self.directory.mkdir(parents=True, exist_ok=True)
-                self._disk = diskcache.Cache(str(self.directory), size_limit=2**33, eviction_policy="none")
-            except Exception as exc:  # diskcache raises sqlite3 and OS errors
-                raise CacheError(
-                    f"cannot open the embedding cache at {self.directory}: {exc}; "
-                    "pass cache=False to run without it"
-                ) from exc
-        return self._disk
-
-    def _disk_get(self, key: str) -> list[float] | None:
-        disk = self._open()
-        if disk is None:
-            return None
-        try:
-            value: list[float] | None = disk.get(key)  # only vectors are ever stored
-        except Exception as exc:
-            raise CacheError(f"cannot read the embedding cache at {self.directory}: {exc}") from exc
-        return value
-
-    def _disk_set(self, items: dict[str, list[float]]) -> None:
-        disk = self._open()
-        if disk is None or not items:
-            return
-        try:
-            with disk.transact():
-                for key, vector in items.items():
-                    disk.set(key, vector)
-        except Exception as exc:
-            raise CacheError(f"cannot write the embedding cache at {self.directory}: {exc}") from exc
-
-    def _remember(self, key: str, vector: list[float]) -> None:
-        self._memo[key] = vector
-        self._memo.move_to_end(key)
-        while len(self._memo) > self._memo_size:
-            self._memo.popitem(last=False)
-
     def _lookup(self, key: str) -> list[float] | None:
-        vector = self._memo.get(key)
+        vector = self._memo.get(key, touch=True)
         if vector is not None:
-            self._memo.move_to_end(key)
             return vector
-        vector = self._disk_get(key)
+        vector = self._store.get(key)  # only vectors are ever stored
         if vector is not None:
-            self._remember(key, vector)
+            self._memo.put(key, vector)
         return vector
 
     # -- the Embedder protocol --------------------------------------------------------------------------
@@ -240,9 +198,9 @@ class CachingEmbedder:
             found[text] = vector
             futures[text].set_result(vector)
             if vector and all(map(math.isfinite, vector)):  # a broken vector is never kept
-                self._remember(keys[text], vector)
+                self._memo.put(keys[text], vector)
                 to_store[keys[text]] = vector
-        self._disk_set(to_store)
+        self._store.set_many(to_store)
         return usage
 
     async def aclose(self) -> None:
@@ -250,9 +208,7 @@ class CachingEmbedder:
         close = getattr(self.inner, "aclose", None)
         if close is not None:
             await close()
-        if self._disk is not None:
-            disk, self._disk = self._disk, None
-            disk.close()
+        self._store.close()
 
 
 async def _call(inner: Any, texts: list[str]) -> tuple[list[list[float]], Usage]:

@@ -320,13 +320,5 @@ def estimate(
     if result.invalid_rows:
         result.notes.append(f"{result.invalid_rows} invalid rows would fail validation and cost nothing")
     for judge in estimator.judges():
-        _close_disk(judge)
+        judge.close_disk()
     return result
-
-
-def _close_disk(judge: CachingJudge) -> None:
-    """Close the disk cache a look-up opened (it reopens on next use); sync, unlike ``aclose``."""
-    disk = getattr(judge, "_disk", None)
-    if disk is not None:
-        disk.close()
-        judge._disk = None  # noqa: SLF001

@@ -153,3 +153,41 @@ async def test_a_price_file_named_in_the_environment_overrides_the_bundled_table
 
     with pytest.raises(ConfigError, match="price file"):
         make_judge(openai_spec)
+
+
+def test_disk_store_and_memo(tmp_path):
+    from ragmetrics.errors import CacheError
+    from ragmetrics.judge._store import DiskStore, LruMemo
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    store: DiskStore[int] = DiskStore(blocked / "cache", what="judge cache", hint="pass cache=False")
+    with pytest.raises(CacheError, match=r"cannot open the judge cache at .*not-a-folder.*pass cache=False"):
+        store.get("k")
+    ok: DiskStore[int] = DiskStore(tmp_path / "ok", what="judge cache", hint="-")
+    ok.set_many({"a": 1, "b": 2})
+    ok.close()
+    assert ok.get("a") == 1 and ok.get("missing") is None  # reopened after close
+    ok.close()
+    ok.close()  # safe twice
+    assert DiskStore[int](None, what="x", hint="-").get("a") is None
+
+    memo: LruMemo[int] = LruMemo(2)
+    memo.put("a", 1)
+    memo.put("b", 2)
+    assert memo.get("a", touch=True) == 1
+    memo.put("c", 3)  # "b" is now the least recently used
+    assert memo.get("b") is None and memo.get("a") == 1 and memo.get("c") == 3
+
+
+async def test_a_provider_judge_over_an_unusable_cache_folder_says_where_and_what_to_do(
+    fake_llm_server, openai_spec, tmp_path
+):
+    from ragmetrics.errors import CacheError
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    judge = CachingJudge(make_judge(openai_spec), blocked / "cache")
+    with pytest.raises(CacheError, match=r"judge cache at .*not-a-folder.*--no-cache"):
+        await judge.complete(extract_request(Sample.from_fields(question=seed.PARIS_Q, answer=seed.PARIS_A)))
+    await judge.aclose()
