@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +47,7 @@ MAX_LINE_BYTES = 32 * 1024 * 1024
 """A line (one JSONL row, one physical CSV line) longer than this is an error on its row."""
 MAX_CELL_CHARS = 32 * 1024 * 1024
 """A CSV cell longer than this (in characters) is an error on its row."""
+_LONE_CR = re.compile(r"(?<=\r)(?!\n)")  # a line break of old Mac files (CSV from Excel 2011)
 _CHUNK = 1 << 16  # a multiple of every code unit size, so reads stay aligned
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"),  # before UTF-16 LE: it starts with the same bytes
@@ -325,13 +327,24 @@ def _one_by_one(lines: list[Line], width: int | None) -> Iterator[CsvRecord]:
             yield record
 
 
+def _cr_lines(lines: Iterator[Line]) -> Iterator[Line]:
+    """Lines split at a lone carriage return too, as the csv module expects (numbered again)."""
+    number = 0
+    for line in lines:
+        parts = _LONE_CR.split(line.text) if "\r" in line.text else [line.text]
+        for part in parts:
+            if part:
+                number += 1
+                yield Line(number, line.offset, part, line.problem)
+
+
 def csv_records(lines: Iterator[Line]) -> Iterator[CsvRecord]:
     """The header, then every record, parsed strictly; blank lines are skipped.
 
     A record that does not parse, or whose number of cells differs from the header's, is a
     :class:`CsvRecord` with a problem; the other lines it took are then parsed one by one.
     """
-    feed = _Feed(lines)
+    feed = _Feed(_cr_lines(lines))
     reader = csv.reader(feed, strict=True)
     width: int | None = None
     while True:

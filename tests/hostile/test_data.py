@@ -214,6 +214,19 @@ def test_a_header_that_cannot_be_decoded_or_an_unknown_encoding_is_one_usage_lin
         Dataset(rows(), encoding="latin-1")
 
 
+def test_old_mac_line_endings_still_read_and_a_latin1_json_file_is_one_usage_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mac = tmp_path / "mac.csv"
+    mac.write_bytes(b'id,answer,contexts\rr0,"two\rlines",ctx\rr1,One.,ctx\r')
+    assert [(r.id, r.answer) for r in map(to_sample, Dataset(mac))] == [("r0", "two\rlines"), ("r1", "One.")]
+    single = tmp_path / "latin1.json"
+    single.write_bytes(json.dumps([{"answer": "Café"}], ensure_ascii=False).encode("latin-1"))
+    assert main(["eval", str(single), "--judge", "offline", "--quiet"]) == 2
+    assert "byte e9 at byte offset 16 is not valid UTF-8" in capsys.readouterr().err
+    assert main(["eval", str(single), "--metrics", "exact_match", "--quiet", "--encoding", "latin-1"]) == 0
+
+
 def test_a_200_kb_csv_cell_is_read_whole_and_the_global_field_limit_is_left_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
