@@ -49,6 +49,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="column names, e.g. question=query,answer=response,contexts=docs",
     )
     parser.add_argument("--limit", type=int, metavar="N", help="score only the first N rows")
+    parser.add_argument(
+        "--encoding",
+        metavar="NAME",
+        help="the file's text encoding, e.g. cp1252 or latin-1 (default UTF-8; a byte order mark wins)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
 
 
@@ -164,14 +169,14 @@ def _metrics(args: argparse.Namespace, spec: str, threshold: float | None) -> li
     return metrics
 
 
-def _dataset(path: Path, columns: dict[str, str], limit: int | None) -> Any:
+def _dataset(path: Path, columns: dict[str, str], limit: int | None, encoding: str | None = None) -> Any:
     from itertools import islice
 
     from ragmetrics.errors import ConfigError
     from ragmetrics.pipeline.dataset import Dataset
 
     try:
-        ds = Dataset(path, columns=columns, required=("answer",))
+        ds = Dataset(path, columns=columns, required=("answer",), encoding=encoding)
         first = next(iter(ds.rows()), None)
         for field, column in columns.items():
             if first is not None and isinstance(first.values, dict) and field not in first.values:
@@ -182,8 +187,8 @@ def _dataset(path: Path, columns: dict[str, str], limit: int | None) -> Any:
             return ds
         if limit < 1:
             raise _UsageError(f"--limit must be >= 1, got {limit}")
-        # a Sample passes as is; an unreadable row becomes {} and so an error record naming the row
-        return [row.values if row.values is not None else {} for row in islice(ds.rows(), limit)]
+        # the rows as read: an unreadable one keeps its problem, so its error record says what it is
+        return list(islice(ds.rows(), limit))
     except ConfigError as exc:
         raise _UsageError(str(exc)) from None
 
@@ -255,7 +260,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise _UsageError(f"--concurrency must be >= 1, got {args.concurrency}")
     metrics = _metrics(args, spec, args.threshold)
-    data = _dataset(path, _columns(args.columns), args.limit)
+    data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
     notice = sys.stderr if args.json else sys.stdout
     if spec == "offline":
         print(
@@ -324,7 +329,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         path = _data_path(args)
         spec = _judge_spec(args)
         metrics = _metrics(args, spec, None)
-        data = _dataset(path, _columns(args.columns), args.limit)
+        data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
         from ragmetrics.errors import ConfigError
         from ragmetrics.pipeline import EvaluationPipeline
 

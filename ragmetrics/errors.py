@@ -75,7 +75,9 @@ class InvalidInputError(RagMetricsError, ValueError):
         where = f"row {row}: " if row is not None else ""
         got_text = f", got {type(got).__name__} {shorten(got, 80)}" if got is not None else ""
         extra = f" ({detail})" if detail else ""
-        super().__init__(f"{where}field '{field}' must be {expected}{got_text}{extra}")
+        message = f"{where}field '{field}' must be {expected}{got_text}{extra}"
+        # a lone surrogate in the value (or the row id) is shown escaped, so the message can be printed
+        super().__init__(message.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 class PromptError(RagMetricsError):

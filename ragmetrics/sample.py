@@ -1,11 +1,14 @@
 """The input record: one question, one answer, its retrieved contexts and an optional reference.
 
 ``Sample.from_fields`` is the single place where untrusted input is checked; every error names the
-field (and the row, when known) and what was expected.
+field (and the row, when known) and what was expected. :func:`check_text` is the one check that text
+is real Unicode: a lone surrogate (U+D800 to U+DFFF, from a JSON escape without its pair or a
+``surrogateescape`` decode) cannot be encoded, so it would break cache keys, requests and exports.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics.errors import InvalidInputError
 
-__all__ = ["Sample"]
+__all__ = ["Sample", "check_sample_text", "check_text"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Sample(BaseModel):
@@ -65,7 +70,8 @@ class Sample(BaseModel):
             The validated sample.
 
         Raises:
-            InvalidInputError: A field has the wrong type or a required field is empty.
+            InvalidInputError: A field has the wrong type, a required field is empty, or a text
+                field holds a lone surrogate.
         """
         if question is not None and not isinstance(question, str):
             raise InvalidInputError("question", "a string", question, row=row)
@@ -92,7 +98,7 @@ class Sample(BaseModel):
             raise InvalidInputError("id", "a string or an integer", id, row=row)
         if meta is not None and not isinstance(meta, Mapping):
             raise InvalidInputError("meta", "a mapping", meta, row=row)
-        return cls(
+        sample = cls(
             question=question,
             answer=answer,
             contexts=ctx,
@@ -100,6 +106,7 @@ class Sample(BaseModel):
             id=None if id is None else str(id),
             meta=dict(meta or {}),
         )
+        return check_sample_text(sample, row)
 
 
 def _check_contexts(contexts: object, row: int | str | None) -> tuple[str, ...]:
@@ -119,3 +126,39 @@ def _check_contexts(contexts: object, row: int | str | None) -> tuple[str, ...]:
             raise InvalidInputError(f"contexts[{i}]", "a string", item, row=row)
         out.append(item)
     return tuple(out)
+
+
+def check_text(text: str, field: str, *, row: int | str | None = None) -> str:
+    """Return ``text`` if it is valid Unicode (no lone surrogate).
+
+    Raises:
+        InvalidInputError: ``text`` holds a surrogate code point; the message names the field and
+            the character position (and shows the code point escaped, never raw).
+    """
+    bad = _SURROGATE.search(text)
+    if bad is None:
+        return text
+    code = ord(bad.group())
+    raise InvalidInputError(
+        field,
+        "valid Unicode text",
+        row=row,
+        detail=f"a lone surrogate U+{code:04X} at character {bad.start()}, which no encoding can write "
+        "(a JSON escape without its pair, or bytes decoded with errors='surrogateescape'); "
+        "replace or drop it",
+    )
+
+
+def check_sample_text(sample: Sample, row: int | str | None = None) -> Sample:
+    """Return ``sample`` if its text fields are valid Unicode (a Sample built directly skips from_fields).
+
+    Raises:
+        InvalidInputError: A field holds a lone surrogate (see :func:`check_text`).
+    """
+    for name in ("question", "answer", "reference", "id"):
+        value = getattr(sample, name)
+        if value is not None:
+            check_text(value, name, row=row)
+    for i, text in enumerate(sample.contexts):
+        check_text(text, f"contexts[{i}]", row=row)
+    return sample

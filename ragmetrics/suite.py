@@ -150,13 +150,19 @@ class Suite:
             embeddings: An embedder (spec or object) for cosine_similarity; overrides the file's.
 
         Raises:
-            ConfigError: The file is missing or malformed; the message names the file and the field.
+            ConfigError: The file is missing, not UTF-8 or malformed, or its YAML aliases expand past
+                a small bound (a "billion laughs" file); the message names the file and the field.
         """
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read the suite file: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}: byte {exc.object[exc.start]:#04x} at byte offset {exc.start} is not valid UTF-8 "
+                f"({exc.reason}); save the suite file as UTF-8"
+            ) from exc
         if path.suffix.lower() == ".json":
             try:
                 data = json.loads(text)
@@ -164,16 +170,12 @@ class Suite:
                 raise ConfigError(
                     f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
                 ) from exc
+            except RecursionError as exc:
+                raise ConfigError(f"{path}: the JSON is nested too deeply to read") from exc
         else:
-            import yaml
+            from ragmetrics._suite_yaml import load_yaml
 
-            try:
-                data = yaml.safe_load(text)
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-                problem = getattr(exc, "problem", None) or str(exc)
-                raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from exc
+            data = load_yaml(text, str(path))
         return cls.from_data(data, source=str(path), llm=llm, embeddings=embeddings)
 
     @classmethod

@@ -100,6 +100,7 @@ LAYERS = [
         "ragmetrics.report",
         "ragmetrics.eval",
         "ragmetrics.suite",
+        "ragmetrics._suite_yaml",
         "ragmetrics.__main__",
         "ragmetrics._fake",
         "ragmetrics.case_result",

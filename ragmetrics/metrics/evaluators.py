@@ -29,7 +29,7 @@ from ragmetrics._aio import run_sync
 from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError
 from ragmetrics.metrics.base import check_threshold
-from ragmetrics.sample import Sample
+from ragmetrics.sample import Sample, check_text
 from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage
 
 __all__ = [
@@ -96,7 +96,7 @@ def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None) -> Scored:
 def _check_text(value: object, field_name: str, owner: str) -> str:
     if not isinstance(value, str):
         raise InvalidInputError(field_name, "a string", value, detail=f"evaluator {owner}")
-    return value
+    return check_text(value, field_name)
 
 
 class Evaluator:

@@ -6,16 +6,20 @@ configurable: ``columns={"question": "query", "answer": "response", "contexts": 
 a default column is missing, the usual names of other tools are tried (``user_input``, ``response``,
 ``retrieved_contexts``, ``ground_truth``...).
 
+Files are UTF-8 unless ``encoding=`` names another; a byte order mark is honoured (UTF-8 skipped,
+UTF-16/32 decoded). Lines are decoded one at a time (see :mod:`._file_rows`), so an undecodable byte
+spoils only its own row.
+
 Errors: a tabular source (DataFrame, HF dataset, CSV) that lacks a needed column fails at once with a
 ``ConfigError`` naming the column and listing the ones there are. A bad row (a missing key, ``None``,
-a wrong type, a line that is not JSON) is not an exception here: :func:`to_sample` raises
-``InvalidInputError`` naming the row and the field, and the pipeline turns it into that row's error
-record without stopping the run.
+a wrong type, a line that is not JSON or not decodable, a CSV record that does not parse cleanly or
+has the wrong number of cells) is not an exception here: :func:`to_sample` raises
+``InvalidInputError`` naming the row and the field (and the byte offset of an undecodable byte), and
+the pipeline turns it into that row's error record without stopping the run.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -24,7 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics.errors import ConfigError, InvalidInputError, shorten
-from ragmetrics.sample import Sample
+from ragmetrics.pipeline._file_rows import (
+    Line,
+    TextEncoding,
+    csv_records,
+    detect_encoding,
+    read_lines,
+    read_text,
+)
+from ragmetrics.sample import Sample, check_sample_text
 
 __all__ = ["FIELDS", "Dataset", "Row", "to_sample"]
 
@@ -50,7 +62,7 @@ class Row:
     values: Mapping[str, Any] | Sample | None
     """The row's values by sample field (missing keys absent), a ready Sample, or None if unreadable."""
     problem: str | None = None
-    """Why the row could not be read at all (a JSONL line that is not JSON)."""
+    """Why the row could not be read at all (a JSONL line that is not JSON, an undecodable byte)."""
     columns: Mapping[str, str] | None = None
     """The column each field was read from (for messages)."""
 
@@ -78,14 +90,22 @@ class Dataset:
             DataFrame; or a Hugging Face ``datasets.Dataset``.
         columns: Sample field -> column name, for the fields whose column is named differently.
         required: Fields every row must carry (checked as columns for tabular sources).
+        encoding: A file's text encoding (a Python codec name such as ``"cp1252"``); default UTF-8.
+            A byte order mark wins over it for the UTF family.
 
     Raises:
         ConfigError: Unknown field in ``columns``, an unsupported source or file type, a missing
-            file, or a tabular source without a needed column.
+            file, an unknown encoding (or one given for a source that is not a file), a CSV whose
+            header cannot be read, or a tabular source without a needed column.
     """
 
     def __init__(
-        self, data: Any, *, columns: Mapping[str, str] | None = None, required: Iterable[str] = ("answer",)
+        self,
+        data: Any,
+        *,
+        columns: Mapping[str, str] | None = None,
+        required: Iterable[str] = ("answer",),
+        encoding: str | None = None,
     ) -> None:
         columns = dict(columns or {})
         unknown = sorted(set(columns) - set(FIELDS))
@@ -98,6 +118,11 @@ class Dataset:
         self.required = tuple(required)
         self._explicit = columns
         self.kind = self._kind(data)
+        self.encoding: TextEncoding | None = None
+        if self.kind in ("jsonl", "json", "csv"):
+            self.encoding = detect_encoding(Path(data), encoding)
+        elif encoding is not None:
+            raise ConfigError(f"dataset: encoding= applies to files only, not to a {type(data).__name__}")
         self.columns = dict(columns)
         names = self._column_names()
         if names is not None:
@@ -141,12 +166,16 @@ class Dataset:
         if self.kind == "hf":
             return list(self.data.column_names)
         if self.kind == "csv":
-            with Path(self.data).open(encoding="utf-8", newline="") as fh:
-                header = next(csv.reader(fh), None)
-            if header is None:
-                raise ConfigError(f"dataset file {self.data} is empty (no header row)")
-            return header
+            return self._csv_header()
         return None
+
+    def _csv_header(self) -> list[str]:
+        header = next(csv_records(self._lines()), None)
+        if header is None:
+            raise ConfigError(f"dataset file {self.data} is empty (no header row)")
+        if header.fields is None:
+            raise ConfigError(f"dataset file {self.data}: cannot read the header row: {header.problem}")
+        return header.fields
 
     def _resolve(self, names: Sequence[str]) -> dict[str, str]:
         present = set(names)
@@ -185,11 +214,9 @@ class Dataset:
         if self.kind in ("pandas", "hf"):
             return len(self.data)
         if self.kind == "jsonl":
-            with Path(self.data).open("rb") as fh:
-                return sum(1 for line in fh if line.strip())
+            return sum(1 for line in self._lines() if line.problem is not None or line.text.strip())
         if self.kind == "csv":
-            with Path(self.data).open(encoding="utf-8", newline="") as fh:
-                return max(0, sum(1 for _ in csv.reader(fh)) - 1)
+            return max(0, sum(1 for _ in csv_records(self._lines())) - 1)
         if self.kind == "json":
             return len(self._json_rows())
         if isinstance(self.data, Sequence):
@@ -228,6 +255,8 @@ class Dataset:
                 yield self._row(i, item)
 
     def _row(self, index: int, item: Any) -> Row:
+        if isinstance(item, Row):  # already read (``ragmetrics eval --limit`` passes the first rows)
+            return item
         if isinstance(item, Sample):
             return Row(index, item)
         if isinstance(item, Mapping):
@@ -235,7 +264,7 @@ class Dataset:
         return Row(
             index,
             None,
-            f"row {index}: expected a dict or a Sample, got {type(item).__name__} {shorten(item, 80)}",
+            f"expected a dict or a Sample, got {type(item).__name__} {shorten(item, 80)}",
         )
 
     def _mapped(self, index: int, item: Mapping[str, Any]) -> Row:
@@ -258,25 +287,35 @@ class Dataset:
         for i, values in enumerate(self.data.itertuples(index=False, name=None)):
             yield self._mapped(i, dict(zip(names, values, strict=True)))
 
+    def _lines(self) -> Iterator[Line]:
+        assert self.encoding is not None  # set for every file source
+        return read_lines(Path(self.data), self.encoding)
+
     def _jsonl_rows(self) -> Iterator[Row]:
-        with Path(self.data).open(encoding="utf-8") as fh:
-            index = 0
-            for line_no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
+        index = 0
+        for line in self._lines():
+            where = f"line {line.number} of {self.data}"
+            if line.problem is not None:
+                yield Row(index, None, f"{where}: {line.problem}")
+            elif not line.text.strip():
+                continue
+            else:
                 try:
-                    item = json.loads(line)
+                    item = json.loads(line.text)
                 except ValueError as exc:
-                    yield Row(
-                        index, None, f"row {index} (line {line_no} of {self.data}) is not valid JSON: {exc}"
-                    )
+                    yield Row(index, None, f"{where} is not valid JSON: {exc}")
+                except RecursionError:
+                    yield Row(index, None, f"{where} is nested too deeply to read")
                 else:
                     yield self._row(index, item)
-                index += 1
+            index += 1
 
     def _json_rows(self) -> list[Any]:
+        assert self.encoding is not None
         try:
-            data = json.loads(Path(self.data).read_text(encoding="utf-8"))
+            data = json.loads(read_text(Path(self.data), self.encoding))
+        except RecursionError as exc:
+            raise ConfigError(f"dataset file {self.data} is nested too deeply to read") from exc
         except ValueError as exc:
             raise ConfigError(f"dataset file {self.data} is not valid JSON: {exc}") from exc
         if isinstance(data, Mapping) and isinstance(data.get("data"), list):
@@ -286,20 +325,25 @@ class Dataset:
         return data
 
     def _csv_rows(self) -> Iterator[Row]:
-        with Path(self.data).open(encoding="utf-8", newline="") as fh:
-            for i, item in enumerate(csv.DictReader(fh)):
-                values = dict(item)
-                column = self.columns.get("contexts")
-                if column is not None and column in values:
-                    values[column] = _csv_contexts(values[column])
-                for field in ("meta",):
-                    column = self.columns.get(field)
-                    if column is not None and isinstance(values.get(column), str) and values[column]:
-                        try:
-                            values[column] = json.loads(values[column])
-                        except ValueError:
-                            pass
-                yield self._mapped(i, {k: v for k, v in values.items() if k is not None})
+        records = csv_records(self._lines())
+        header = next(records, None)
+        if header is None or header.fields is None:
+            return
+        for i, record in enumerate(records):
+            if record.fields is None:
+                yield Row(i, None, f"line {record.line} of {self.data}: {record.problem}")
+                continue
+            values: dict[str, Any] = dict(zip(header.fields, record.fields, strict=True))
+            column = self.columns.get("contexts")
+            if column is not None and column in values:
+                values[column] = _csv_contexts(values[column])
+            column = self.columns.get("meta")
+            if column is not None and isinstance(values.get(column), str) and values[column]:
+                try:
+                    values[column] = json.loads(values[column])
+                except ValueError:
+                    pass
+            yield self._mapped(i, values)
 
 
 def _csv_contexts(cell: str | None) -> Any:
@@ -332,14 +376,13 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
     """
     values = row.values
     if values is None:
-        raise InvalidInputError(
-            "(row)",
-            "a dict of sample fields or a Sample",
-            row=row.index,
-            detail=row.problem or "unreadable row",
-        )
+        exc = InvalidInputError("(row)", "a dict of sample fields or a Sample", row=row.index)
+        if row.problem is not None:  # escaped as InvalidInputError escapes (a path may hold surrogates)
+            message = f"row {row.index}: {row.problem}"
+            exc.args = (message.encode("utf-8", "backslashreplace").decode("utf-8"),)
+        raise exc
     if isinstance(values, Sample):
-        return values
+        return check_sample_text(values, row.index)
     used = row.columns or {}
 
     if "answer" not in values:

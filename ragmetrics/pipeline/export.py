@@ -1,7 +1,9 @@
 """Exports of pipeline records: JSONL, CSV and pandas.
 
 JSONL is lossless (:func:`read_jsonl` reads it back); CSV and pandas hold one flat row per record
-(:func:`flat_row`).
+(:func:`flat_row`). Text that UTF-8 cannot encode (a lone surrogate, e.g. in ``meta`` or an error
+message) never stops an export: JSON writes it as a JSON escape (read back as it was) and CSV writes
+it backslash-escaped.
 """
 
 from __future__ import annotations
@@ -10,10 +12,15 @@ import csv
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from ragmetrics.errors import MissingDependencyError
 from ragmetrics.pipeline.records import EvaluationResult
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def _metric_names(records: Sequence[EvaluationResult]) -> list[str]:
@@ -63,12 +70,40 @@ def flat_row(record: EvaluationResult, metrics: Sequence[str] | None = None) -> 
     return row
 
 
+def dump_json(model: BaseModel, *, indent: int | None = None, **options: Any) -> str:
+    """``model`` as JSON; a string UTF-8 cannot encode (a lone surrogate) is written as a JSON escape.
+
+    pydantic refuses to serialise such a string; the standard library escapes it (six ASCII characters),
+    which :func:`load_json_model` reads back unchanged.
+    """
+    try:
+        return model.model_dump_json(indent=indent, **options)
+    except PydanticSerializationError:
+        data = model.model_dump(mode="json", **options)
+        separators = (",", ":") if indent is None else None  # compact, as pydantic writes it
+        return json.dumps(data, indent=indent, separators=separators, ensure_ascii=True, allow_nan=False)
+
+
+def load_json_model(cls: type[_Model], text: str | bytes) -> _Model:
+    """Read a model written by :func:`dump_json` (pydantic's own parser refuses a lone-surrogate escape)."""
+    try:
+        return cls.model_validate_json(text)
+    except ValidationError as exc:
+        if not any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise exc from None
+        return cls.model_validate(data)
+
+
 def write_jsonl(records: Iterable[EvaluationResult], path: str | Path) -> Path:
     """Write records as JSON lines, one per record, in the order given."""
     out = Path(path)
     with out.open("w", encoding="utf-8") as fh:
         for record in records:
-            fh.write(record.model_dump_json())
+            fh.write(dump_json(record))
             fh.write("\n")
     return out
 
@@ -78,7 +113,7 @@ def read_jsonl(path: str | Path) -> Iterator[EvaluationResult]:
     with Path(path).open(encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
-                yield EvaluationResult.model_validate_json(line)
+                yield load_json_model(EvaluationResult, line)
 
 
 def write_csv(
@@ -93,7 +128,7 @@ def write_csv(
     for row in rows:
         for key in row:
             fields.setdefault(key, None)
-    with out.open("w", encoding="utf-8", newline="") as fh:
+    with out.open("w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(fields) or ["index", "id"])
         writer.writeheader()
         for row in rows:

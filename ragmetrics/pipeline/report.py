@@ -29,7 +29,9 @@ from ragmetrics._version import __version__
 from ragmetrics.pipeline.export import (
     _metric_names,
     _pandas,
+    dump_json,
     flat_row,
+    load_json_model,
     read_jsonl,
     to_dataframe,
     write_csv,
@@ -356,12 +358,12 @@ class Report(BaseModel):
     # -- JSON round-trip ---------------------------------------------------------------------------
     def to_json(self, *, indent: int | None = None) -> str:
         """The whole report as JSON (``Report.from_json`` reads it back)."""
-        return self.model_dump_json(indent=indent)
+        return dump_json(self, indent=indent)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Report:
         """Read a report written by :meth:`to_json`."""
-        return cls.model_validate_json(text)
+        return load_json_model(cls, text)
 
     def save(self, path: str | Path) -> Path:
         """Write the report as JSON to ``path``."""
