@@ -186,7 +186,10 @@ def _cmd_test(args: argparse.Namespace) -> int:
 
     if args.fail_on_regression and not args.compare:
         return _usage_error("--fail-on-regression needs --compare NAME")
-    outputs = [(args.junit_xml, "--junit-xml", (".xml",)), (args.json_path, "--json", (".json",))]
+    outputs: list[tuple[str | None, str, tuple[str, ...]]] = [
+        (args.junit_xml, "--junit-xml", (".xml",)),
+        (args.json_path, "--json", (".json",)),
+    ]
     outputs += [(args.snapshot_dir, "--snapshot-dir", ())] if args.save else []
     for path, flag, suffixes in outputs:  # before any case runs: a case may call an LLM
         problem = output_problem(path, flag, suffixes, create_folders=True) if path else None

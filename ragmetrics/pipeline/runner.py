@@ -38,8 +38,8 @@ from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.pipeline._budget import within_budget
 from ragmetrics.pipeline._execute import SampleExecutor
 from ragmetrics.pipeline._failure import BudgetExceededError, SampleTimeoutError, failure_record
-from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
 from ragmetrics.pipeline._inputs import DuplicateIds, to_dataset, validate_all
+from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
 from ragmetrics.pipeline._metric_call import MetricCall, share_judges
 from ragmetrics.pipeline._results import EvaluationResults, PipelineEvent, PipelineRun
 from ragmetrics.pipeline._run_state import RunState
