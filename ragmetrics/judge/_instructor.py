@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from ragmetrics.errors import redact
 from ragmetrics.judge.retry import Failure, http_failure
 
 __all__ = ["classify_call_error", "classify_instructor", "prepared", "reask_policy", "total_tokens"]
@@ -148,13 +149,10 @@ def classify_call_error(
         The failure, or None when the exception is not one of these (the caller re-raises it).
     """
     failure = _classify(exc, sdk, host=host, timeout_s=timeout_s, hints=hints, text=text)
-    if failure is None or not secret or len(secret) < _MIN_SECRET or secret not in failure.message:
-        return failure
-    return dataclasses.replace(failure, message=failure.message.replace(secret, "[redacted]"))
-
-
-_MIN_SECRET = 8
-"""Shorter keys are placeholders (``none``, ``test``), not secrets; redacting them would garble messages."""
+    if failure is None:
+        return None
+    clean = redact(failure.message, secret)
+    return failure if clean == failure.message else dataclasses.replace(failure, message=clean)
 
 
 def _classify(

@@ -284,6 +284,20 @@ def test_a_provider_error_echoing_the_api_key_is_redacted_everywhere(tmp_path, f
     assert "[redacted]" in (tmp_path / "r.csv").read_text()
 
 
+async def test_an_embeddings_error_echoing_the_api_key_is_redacted(fake_llm_server):
+    from ragmetrics.eval import EmbeddingDistanceEvaluator, OpenAIEmbeddings
+
+    fake_llm_server.on("embeddings", FakeReply(status=401, message=f"Invalid API key: {KEY}"))
+    embedder = OpenAIEmbeddings("fake-embedding", base_url=fake_llm_server.openai_base_url, api_key=KEY)
+    evaluator = EmbeddingDistanceEvaluator(embedder, cache=False)
+    try:
+        result = await evaluator.evaluate("Paris", "Paris is the capital")
+    finally:
+        await evaluator.aclose()
+    assert fake_llm_server.calls.total() == 1 and result.score is None and result.status == "provider_error"
+    assert "Invalid API key: [redacted]" in (result.message or "") and KEY not in result.model_dump_json()
+
+
 def test_repeated_sample_ids_warn_once_naming_them(tmp_path):
     rows = [
         {"id": i, "question": "Capital?", "answer": "Paris.", "contexts": ["Paris."]}
