@@ -168,7 +168,6 @@ def _metrics(
     from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
 
     options = {"max_concurrency": judge_concurrency} if judge_concurrency is not None else {}
-
     names = [n.strip() for n in args.metrics.split(",") if n.strip()]
     if not names:
         raise _UsageError("--metrics: give at least one metric name")
