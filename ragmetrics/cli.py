@@ -19,6 +19,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ragmetrics._cli_args import output_problem, positive_int, unit_float
+from ragmetrics._terminal import printable
+
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -42,30 +45,10 @@ class _VersionAction(argparse.Action):
         parser.exit(message=f"ragmetrics {found}\n")
 
 
-def _unit_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text}")
-    return value
-
-
 def _alpha(text: str) -> float:
-    value = _unit_float(text)
+    value = unit_float(text)
     if value in (0.0, 1.0):
         raise argparse.ArgumentTypeError(f"alpha must lie strictly between 0 and 1, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
     return value
 
 
@@ -100,7 +83,7 @@ def _add_test_command(commands: Any) -> None:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="folders to search and files to run")
     parser.add_argument(
-        "--threshold", type=_unit_float, metavar="SCORE", help="min_score for cases that set none"
+        "--threshold", type=unit_float, metavar="SCORE", help="min_score for cases that set none"
     )
     parser.add_argument(
         "--tags",
@@ -126,7 +109,7 @@ def _add_test_command(commands: Any) -> None:
     )
     parser.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         default=8,
         metavar="N",
         help="async cases in flight at once (default 8); sync cases run one at a time",
@@ -182,7 +165,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _usage_error(message: str) -> int:
-    print(f"ragmetrics test: error: {message}", file=sys.stderr)
+    print(f"ragmetrics test: error: {printable(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -203,6 +186,15 @@ def _cmd_test(args: argparse.Namespace) -> int:
 
     if args.fail_on_regression and not args.compare:
         return _usage_error("--fail-on-regression needs --compare NAME")
+    outputs: list[tuple[str | None, str, tuple[str, ...]]] = [
+        (args.junit_xml, "--junit-xml", (".xml",)),
+        (args.json_path, "--json", (".json",)),
+    ]
+    outputs += [(args.snapshot_dir, "--snapshot-dir", ())] if args.save else []
+    for path, flag, suffixes in outputs:  # before any case runs: a case may call an LLM
+        problem = output_problem(path, flag, suffixes, create_folders=True) if path else None
+        if problem:
+            return _usage_error(problem)
     store = EvalRegression(args.snapshot_dir)
     thresholds = dict(args.regression_threshold)
     try:
@@ -253,7 +245,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
     try:
         if args.save:
             store.save_snapshot(args.save, current)
-            print(f"\nSaved snapshot '{args.save}' to {store.path_for(args.save)}")
+            print(printable(f"\nSaved snapshot '{args.save}' to {store.path_for(args.save)}", multiline=True))
         if args.json_path:
             payload = {
                 "format": "ragmetrics-test-run",
@@ -268,8 +260,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         if args.junit_xml:
             write_atomic(args.junit_xml, render_junit_xml(results, duration_s=duration))
     except (OSError, SnapshotError) as exc:
-        print(f"ragmetrics test: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(str(exc))
     return code
 
 

@@ -1,7 +1,9 @@
 """``ragmetrics eval`` and ``ragmetrics estimate``: score a file of question/answer/contexts rows.
 
 Everything a person can act on (a missing file, a bad column, an unknown metric or judge spec, a
-missing API key) is one line on stderr and exit code 2, never a traceback.
+missing API key, an output path that cannot be written) is one line on stderr and exit code 2, never a
+traceback, and is found before the first LLM call. Everything printed passes through
+:func:`~ragmetrics._terminal.printable`, so text from the data cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
+
+from ragmetrics._cli_args import count, non_negative_float, output_problem, positive_int, unit_float
+from ragmetrics._terminal import printable
 
 __all__ = ["add_estimate_command", "add_eval_command", "cmd_estimate", "cmd_eval"]
 
@@ -19,8 +24,10 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 DEFAULT_METRICS = "faithfulness,relevancy,groundedness"
 _EPILOG = (
     "exit codes: 0 done, 1 a metric's mean is below --fail-under, 2 usage error "
-    "(missing file, bad column, unknown metric or judge, missing API key)"
+    "(missing file, bad column, unknown metric or judge, missing API key, unwritable output path)"
 )
+_OUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
+_REPORT_SUFFIXES = (".html", ".htm")
 
 
 class _UsageError(Exception):
@@ -48,7 +55,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default="",
         help="column names, e.g. question=query,answer=response,contexts=docs",
     )
-    parser.add_argument("--limit", type=int, metavar="N", help="score only the first N rows")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="score only the first N rows")
     parser.add_argument(
         "--encoding",
         metavar="NAME",
@@ -68,20 +75,34 @@ def add_eval_command(commands: Any) -> None:
     )
     _common(parser)
     parser.add_argument("--out", metavar="PATH", help="write the records to PATH (.jsonl or .csv)")
-    parser.add_argument("--report", metavar="PATH", help="write a self-contained HTML report to PATH")
-    parser.add_argument("--concurrency", type=int, default=16, metavar="N", help="samples in flight (16)")
-    parser.add_argument("--max-cost", type=float, metavar="USD", help="stop launching samples past this cost")
+    parser.add_argument("--report", metavar="PATH", help="write a self-contained HTML report to PATH (.html)")
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=16,
+        metavar="N",
+        help="samples in flight (16); also raises the judge's requests in flight to N when N > 16",
+    )
+    parser.add_argument(
+        "--judge-concurrency",
+        type=positive_int,
+        metavar="N",
+        help="LLM requests in flight at once, over all samples (default: the larger of 16 and --concurrency)",
+    )
+    parser.add_argument(
+        "--max-cost", type=non_negative_float, metavar="USD", help="stop launching samples past this cost"
+    )
     parser.add_argument(
         "--threshold",
-        type=float,
+        type=unit_float,
         default=0.5,
         metavar="SCORE",
         help="pass mark of every metric, for pass rates (default 0.5)",
     )
     parser.add_argument(
-        "--fail-under", type=float, metavar="SCORE", help="exit 1 when any metric's mean is below SCORE"
+        "--fail-under", type=unit_float, metavar="SCORE", help="exit 1 when any metric's mean is below SCORE"
     )
-    parser.add_argument("--worst", type=int, default=3, metavar="N", help="worst samples to show (3)")
+    parser.add_argument("--worst", type=count, default=3, metavar="N", help="worst samples to show (3)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no tables")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON (for machines)")
     parser.set_defaults(handler=cmd_eval)
@@ -146,16 +167,21 @@ _FIXED_PASS_MARK = frozenset({"exact_match", "contains", "json_validity", "json_
 """Evaluators that need no options and keep their own pass mark."""
 
 
-def _metrics(args: argparse.Namespace, spec: str, threshold: float | None) -> list[Any]:
+def _metrics(
+    args: argparse.Namespace, spec: str, threshold: float | None, judge_concurrency: int | None = None
+) -> list[Any]:
     from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
 
+    options = {"max_concurrency": judge_concurrency} if judge_concurrency is not None else {}
     names = [n.strip() for n in args.metrics.split(",") if n.strip()]
     if not names:
         raise _UsageError("--metrics: give at least one metric name")
     metrics = []
     for name in names:
         if name in RAG_METRICS:
-            metrics.append(RAG_METRICS[name](llm=spec, threshold=threshold, cache=not args.no_cache))
+            metrics.append(
+                RAG_METRICS[name](llm=spec, threshold=threshold, cache=not args.no_cache, **options)
+            )
         elif name in _GRADED:
             metrics.append(BUILTIN_METRICS[name](threshold=threshold))
         elif name in _FIXED_PASS_MARK:
@@ -185,8 +211,6 @@ def _dataset(path: Path, columns: dict[str, str], limit: int | None, encoding: s
                 )
         if limit is None:
             return ds
-        if limit < 1:
-            raise _UsageError(f"--limit must be >= 1, got {limit}")
         # the rows as read: an unreadable one keeps its problem, so its error record says what it is
         return list(islice(ds.rows(), limit))
     except ConfigError as exc:
@@ -219,27 +243,47 @@ def _worst(records: Sequence[Any], n: int) -> str:
     for r in scored[:n]:
         question = (r.sample.question or "") if r.sample else ""
         out.append(
-            f"#{r.index} {r.id}  mean {r.mean_score:.3f}  "
-            + "  ".join(f"{k} {_fmt(v)}" for k, v in r.scores.items())
+            f"#{r.index} {printable(r.id)}  mean {r.mean_score:.3f}  "
+            + "  ".join(f"{printable(k)} {_fmt(v)}" for k, v in r.scores.items())
         )
         if question:
-            out.append(f"    Q: {question[:110]}")
+            out.append(f"    Q: {printable(question[:110])}")
         seen = set()
         for result in r.results.values():
             for claim in result.claims:
                 if claim.verdict in ("contradicted", "not_found") and claim.text not in seen:
                     seen.add(claim.text)
-                    line = f"    {claim.verdict.upper()}: {claim.text[:100]}"
+                    line = f"    {claim.verdict.upper()}: {printable(claim.text[:100])}"
                     if claim.evidence:
-                        line += f'\n      context {claim.context_index}: "{claim.evidence[:100]}"'
+                        line += f'\n      context {claim.context_index}: "{printable(claim.evidence[:100])}"'
                     out.append(line)
     failed = [r for r in records if r.errors]
     if failed:
         out.append(
             f"{len(failed)} record(s) carry errors, e.g. #{failed[0].index}: "
-            f"{failed[0].errors[0].message[:160]}"
+            f"{printable(failed[0].errors[0].message[:160])}"
         )
     return "\n".join(out)
+
+
+def _say(text: str, *, file: TextIO | None = None, json: bool = False) -> None:
+    """Print ``text`` with control characters escaped (as JSON escapes when it is JSON)."""
+    print(printable(text, multiline=True, json=json), file=file if file is not None else sys.stdout)
+
+
+def _check_outputs(args: argparse.Namespace, data: Path) -> None:
+    """Refuse an output path that cannot be written, before anything is scored."""
+    for path, flag, suffixes in (
+        (args.out, "--out", _OUT_SUFFIXES),
+        (args.report, "--report", _REPORT_SUFFIXES),
+    ):
+        if not path:
+            continue
+        problem = output_problem(path, flag, suffixes)
+        if problem:
+            raise _UsageError(problem)
+        if not args.example and Path(path).absolute().resolve() == data.absolute().resolve():
+            raise _UsageError(f"{flag}: {path} is the input file; write the results elsewhere")
 
 
 # -- commands -----------------------------------------------------------------------------------------
@@ -248,28 +292,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         return _eval(args)
     except _UsageError as exc:
-        print(f"ragmetrics eval: error: {exc}", file=sys.stderr)
+        _say(f"ragmetrics eval: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
 
 def _eval(args: argparse.Namespace) -> int:
     path = _data_path(args)
+    _check_outputs(args, path)
     spec = _judge_spec(args)
-    if not 0.0 <= args.threshold <= 1.0:
-        raise _UsageError(f"--threshold must lie in [0, 1], got {args.threshold}")
-    if args.concurrency < 1:
-        raise _UsageError(f"--concurrency must be >= 1, got {args.concurrency}")
-    metrics = _metrics(args, spec, args.threshold)
+    judge_concurrency = args.judge_concurrency or max(16, args.concurrency)
+    metrics = _metrics(args, spec, args.threshold, judge_concurrency)
     data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
     notice = sys.stderr if args.json else sys.stdout
     if spec == "offline":
-        print(
+        _say(
             "ragmetrics: no judge configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --judge): "
             "scoring with the offline heuristic judge.",
             file=notice,
         )
     else:
-        print(f"ragmetrics: judging with {spec}.", file=notice)
+        _say(f"ragmetrics: judging with {spec}.", file=notice)
 
     from ragmetrics.errors import ConfigError
     from ragmetrics.pipeline import EvaluationPipeline
@@ -286,39 +328,36 @@ def _eval(args: argparse.Namespace) -> int:
         raise _UsageError(str(exc)) from None
     report = results.summary()
     if args.out:
-        out = Path(args.out)
-        if out.suffix.lower() == ".csv":
-            results.to_csv(out)
-        elif out.suffix.lower() in (".jsonl", ".ndjson"):
-            results.to_jsonl(out)
+        if Path(args.out).suffix.lower() == ".csv":
+            results.to_csv(args.out)
         else:
-            raise _UsageError(f"--out: use a .jsonl or .csv file name, got {out}")
+            results.to_jsonl(args.out)
     if args.report:
         from ragmetrics.report import write_html_report
 
         write_html_report(report, args.report, title=path.name)
     stats = report.run
     if args.json:
-        print(report.model_dump_json(exclude={"records"}, indent=2))
+        _say(report.model_dump_json(exclude={"records"}, indent=2), json=True)
     elif not args.quiet:
-        print()
-        print(_summary_table(report))
+        _say("")
+        _say(_summary_table(report))
         usage = stats.usage
         tokens = usage.prompt_tokens + usage.completion_tokens
-        print(
+        _say(
             f"\n{stats.samples} samples, {usage.calls} LLM calls, {tokens} "
             f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s"
         )
         worst = _worst(results, args.worst)
         if worst:
-            print("\nWorst samples:\n" + worst)
+            _say("\nWorst samples:\n" + worst)
         for name, target in (("records", args.out), ("report", args.report)):
             if target:
-                print(f"\nWrote the {name} to {target}")
+                _say(f"\nWrote the {name} to {target}")
     if args.fail_under is not None:
         low = [a.name for a in report.aggregates.values() if a.mean is None or a.mean < args.fail_under]
         if low:
-            print(f"ragmetrics eval: below --fail-under {args.fail_under}: {', '.join(low)}", file=sys.stderr)
+            _say(f"ragmetrics eval: below --fail-under {args.fail_under}: {', '.join(low)}", file=sys.stderr)
             return EXIT_FAIL
     return EXIT_OK
 
@@ -338,11 +377,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             raise _UsageError(str(exc)) from None
     except _UsageError as exc:
-        print(f"ragmetrics estimate: error: {exc}", file=sys.stderr)
+        _say(f"ragmetrics estimate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.json:
-        print(json.dumps(estimate.model_dump(), indent=2))
+        _say(json.dumps(estimate.model_dump(), indent=2), json=True)
     else:
-        print(f"judge: {spec}")
-        print(estimate)
+        _say(f"judge: {spec}")
+        _say(str(estimate))
     return EXIT_OK

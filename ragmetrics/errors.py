@@ -30,6 +30,7 @@ __all__ = [
     "PromptError",
     "RagMetricsError",
     "SnapshotError",
+    "redact",
     "shorten",
 ]
 
@@ -41,6 +42,20 @@ def shorten(value: object, limit: int = 200) -> str:
         return text
     keep = (limit - 5) // 2
     return f"{text[:keep]} ... {text[-keep:]}"
+
+
+_MIN_SECRET = 8
+"""Shorter keys are placeholders (``none``, ``test``), not secrets; redacting them would garble messages."""
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every copy of ``secret`` (an API key) replaced by ``[redacted]``.
+
+    For provider error messages, which a proxy or gateway may fill with the request it refused.
+    """
+    if not secret or len(secret) < _MIN_SECRET or secret not in text:
+        return text
+    return text.replace(secret, "[redacted]")
 
 
 class RagMetricsError(Exception):

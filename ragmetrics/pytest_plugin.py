@@ -166,8 +166,10 @@ class EvalCaseItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """The case's values, bounds and reasons (and the traceback when it raised)."""
         if isinstance(excinfo.value, EvalCaseFailure):
+            from ragmetrics._terminal import printable
+
             result = excinfo.value.result
-            return "; ".join(result.reasons()) + "\n" + result.describe()
+            return printable("; ".join(result.reasons()) + "\n" + result.describe(), multiline=True)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int, str]:

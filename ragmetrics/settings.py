@@ -15,9 +15,10 @@ With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal
 
@@ -39,6 +40,19 @@ BASE_URL_VARIABLES = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_
 """The base-URL variables the provider SDKs read; read here instead, so that the URL is part of the
 judge's name and cache key (two servers behind the same variable never share cache entries)."""
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+_INTS = ("max_tokens", "max_tokens_cap", "max_concurrency", "max_attempts", "reasks")
+_FLOATS = ("temperature", "timeout_s", "backoff_initial_s", "backoff_max_s")
+_OPTIONAL: dict[str, type] = {"seed": int, "requests_per_minute": float, "tokens_per_minute": float}
+
+
+def _type_problem(name: str, value: object, kind: type) -> str | None:
+    """Why ``value`` is not a valid ``kind`` setting (bools are not numbers; floats are finite)."""
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{name} must be a whole number, got {value!r}"
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"{name} must be a finite number, got {value!r}"
+    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +85,12 @@ class JudgeSettings:
     """Optional cap on prompt + completion tokens per minute (estimated before, settled after)."""
 
     def __post_init__(self) -> None:
+        kinds: list[tuple[str, type]] = [(n, int) for n in _INTS] + [(n, float) for n in _FLOATS]
+        kinds += [(n, k) for n, k in _OPTIONAL.items() if getattr(self, n) is not None]
+        for name, kind in kinds:
+            problem = _type_problem(name, getattr(self, name), kind)
+            if problem:
+                raise ConfigError(f"judge settings for '{self.provider}:{self.model}': {problem}")
         checks = [
             (self.provider in PROVIDERS, f"provider must be one of {PROVIDERS}"),
             (bool(self.model), "model must not be empty"),
@@ -105,6 +125,26 @@ class JudgeSettings:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+def judge_option_names() -> list[str]:
+    """The options a judge spec takes: every :class:`JudgeSettings` field but those the spec names."""
+    return [f.name for f in fields(JudgeSettings) if f.name not in ("provider", "model", "base_url")]
+
+
+def check_judge_options(options: Mapping[str, object], *, owner: str, extra: tuple[str, ...] = ()) -> None:
+    """Refuse options that are no judge setting, naming them and listing the valid ones.
+
+    Raises:
+        ConfigError: An unknown option.
+    """
+    valid = [*judge_option_names(), *extra]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ConfigError(
+            f"{owner}: unknown judge option(s) {', '.join(map(repr, unknown))}; "
+            f"valid options: {', '.join(sorted(valid))}"
+        )
+
+
 def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
     """Turn a judge spec (``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL``, ``offline``) into settings.
 
@@ -116,8 +156,9 @@ def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
         **options: Any :class:`JudgeSettings` field (temperature, max_concurrency, timeout_s, ...).
 
     Raises:
-        ConfigError: The spec is malformed or names an unknown provider.
+        ConfigError: The spec is malformed, names an unknown provider, or an option is unknown or invalid.
     """
+    check_judge_options(options, owner=f"judge {spec!r}")
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"judge spec must be a non-empty string like 'openai:gpt-4o-mini', got {spec!r}")
     text = spec.strip()

@@ -86,7 +86,13 @@ def test_render_checks_placeholders_and_escapes():
 
 # Layers (STYLE.md): a module may import only modules of its own layer or below.
 LAYERS = [
-    {"ragmetrics.errors", "ragmetrics._aio", "ragmetrics._version", "ragmetrics._text"},
+    {
+        "ragmetrics.errors",
+        "ragmetrics._aio",
+        "ragmetrics._version",
+        "ragmetrics._text",
+        "ragmetrics._terminal",
+    },
     {"ragmetrics.sample", "ragmetrics.score", "ragmetrics.settings", "ragmetrics.prompting"},
     {"ragmetrics.judge"},
     {"ragmetrics.metrics"},
@@ -105,6 +111,7 @@ LAYERS = [
         "ragmetrics._fake",
         "ragmetrics.case_result",
         "ragmetrics.cli_eval",
+        "ragmetrics._cli_args",
     },
 ]
 

@@ -6,6 +6,7 @@ integer would do the same in recent releases, but our own instance also tells ho
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable, Mapping
@@ -14,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from ragmetrics.errors import redact
 from ragmetrics.judge.retry import Failure, http_failure
 
 __all__ = ["classify_call_error", "classify_instructor", "prepared", "reask_policy", "total_tokens"]
@@ -125,6 +127,7 @@ def classify_call_error(
     timeout_s: float,
     hints: Mapping[int, str],
     text: Callable[[Any], str],
+    secret: str | None = None,
 ) -> Failure | None:
     """Classify what one structured call raised: instructor's errors, then the SDK's.
 
@@ -139,10 +142,28 @@ def classify_call_error(
         timeout_s: The per-call timeout, for the timeout message.
         hints: What to do per fatal HTTP status.
         text: The provider's error message from an ``APIStatusError``.
+        secret: The API key the call sent: any copy of it in the message (a proxy or gateway that
+            echoes the request) is replaced by ``[redacted]``, so records, CSV and reports never hold it.
 
     Returns:
         The failure, or None when the exception is not one of these (the caller re-raises it).
     """
+    failure = _classify(exc, sdk, host=host, timeout_s=timeout_s, hints=hints, text=text)
+    if failure is None:
+        return None
+    clean = redact(failure.message, secret)
+    return failure if clean == failure.message else dataclasses.replace(failure, message=clean)
+
+
+def _classify(
+    exc: BaseException,
+    sdk: Any,
+    *,
+    host: str,
+    timeout_s: float,
+    hints: Mapping[int, str],
+    text: Callable[[Any], str],
+) -> Failure | None:
     failure, exc = classify_instructor(exc)
     if failure is not None:
         return failure

@@ -86,6 +86,7 @@ class AnthropicJudge(ProviderJudge):
             anthropic,
             host=self.settings.base_url or "api.anthropic.com",
             timeout_s=self.settings.timeout_s,
+            secret=self._api_key,
             hints={
                 401: "check the ANTHROPIC_API_KEY environment variable",
                 404: f"check the model name in '{self.info.spec}'",

@@ -87,6 +87,7 @@ class OpenAIJudge(ProviderJudge):
             openai,
             host=self.settings.base_url or "api.openai.com",
             timeout_s=self.settings.timeout_s,
+            secret=self._api_key,
             hints={
                 401: "check the OPENAI_API_KEY environment variable",
                 403: "the key lacks access to this model",

@@ -27,16 +27,18 @@ class JudgeHolder:
         """Check and store the judge settings.
 
         Raises:
-            ConfigError: ``llm`` is neither a spec string, a Judge nor None; a malformed spec or option.
+            ConfigError: ``llm`` is neither a spec string, a Judge nor None; a malformed spec; an unknown
+                or invalid judge option.
         """
         if llm is not None and not isinstance(llm, (str, Judge)):
             raise ConfigError(
                 f"{owner}: llm must be a judge spec string or a Judge, got {type(llm).__name__}"
             )
-        if isinstance(llm, str):
-            from ragmetrics.settings import parse_judge_spec
+        from ragmetrics.settings import check_judge_options, parse_judge_spec
 
-            parse_judge_spec(llm, **{k: v for k, v in judge_options.items() if k != "prices"})
+        check_judge_options(judge_options, owner=owner, extra=("prices",))
+        if llm is None or isinstance(llm, str):  # the default judge is named later: check the values now
+            parse_judge_spec(llm or "offline", **{k: v for k, v in judge_options.items() if k != "prices"})
         self._llm = llm
         self._cache = cache
         self._judge_options = judge_options

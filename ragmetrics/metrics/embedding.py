@@ -27,7 +27,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ragmetrics.errors import ConfigError, JudgeError, MissingDependencyError
+from ragmetrics.errors import ConfigError, JudgeError, MissingDependencyError, redact
 from ragmetrics.metrics._embedding_cache import CachingEmbedder, EmbeddingCountError
 from ragmetrics.metrics.base import check_threshold
 from ragmetrics.metrics.evaluators import DEFAULT_THRESHOLD, Evaluator, Scored, judge_failure
@@ -113,13 +113,16 @@ class FakeEmbeddings:
         return f"FakeEmbeddings(dim={self.dim}, ngram={self.ngram})"
 
 
-def _translate_openai_error(exc: Exception, model: str, base_url: str | None) -> JudgeError | None:
+def _translate_openai_error(
+    exc: Exception, model: str, base_url: str | None, secret: str | None = None
+) -> JudgeError | None:
+    """The SDK error as a JudgeError; any copy of the API key (``secret``) in its text is redacted."""
     import openai  # already imported by the caller; only the exception types are needed
 
     where = f" at {base_url}" if base_url else ""
     if isinstance(exc, openai.RateLimitError):
         return JudgeError(
-            f"embeddings rate-limited{where}: {exc}",
+            f"embeddings rate-limited{where}: {redact(str(exc), secret)}",
             provider="openai",
             model=model,
             status="rate_limited",
@@ -132,7 +135,7 @@ def _translate_openai_error(exc: Exception, model: str, base_url: str | None) ->
     if isinstance(exc, openai.APIStatusError):
         hint = "Check the API key." if exc.status_code in (401, 403) else None
         return JudgeError(
-            f"embeddings request failed{where}: {exc.message}",
+            f"embeddings request failed{where}: {redact(exc.message, secret)}",
             provider="openai",
             model=model,
             status="provider_error",
@@ -141,7 +144,7 @@ def _translate_openai_error(exc: Exception, model: str, base_url: str | None) ->
         )
     if isinstance(exc, openai.APIConnectionError):
         return JudgeError(
-            f"cannot reach the embeddings endpoint{where}: {exc}",
+            f"cannot reach the embeddings endpoint{where}: {redact(str(exc), secret)}",
             provider="openai",
             model=model,
             status="provider_error",
@@ -235,7 +238,8 @@ class OpenAIEmbeddings:
         try:
             response = await client.embeddings.create(model=self.model, input=texts, **extra)
         except Exception as exc:
-            translated = _translate_openai_error(exc, self.model, self.base_url)
+            secret = getattr(client, "api_key", None) or self._api_key
+            translated = _translate_openai_error(exc, self.model, self.base_url, secret)
             if translated is None:
                 raise
             raise translated from exc

@@ -2,17 +2,67 @@
 
 Column lists (``questions=``, ``answers=``, ...) are zipped into rows after checking their lengths;
 ``strict=True`` validates every row up front, reporting the first bad row and how many others there are.
+:class:`DuplicateIds` notices rows that share an id and warns once, at the end of the run.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragmetrics.errors import ConfigError, InvalidInputError
+from ragmetrics._terminal import printable
+from ragmetrics.errors import ConfigError, InvalidInputError, shorten
 from ragmetrics.pipeline.dataset import Dataset, to_sample
 
-__all__ = ["columns_dataset", "to_dataset", "validate_all"]
+__all__ = ["DuplicateIds", "columns_dataset", "to_dataset", "validate_all"]
+
+log = logging.getLogger("ragmetrics.pipeline")
+_NAMED = 10
+"""Repeated ids named in the warning (the count covers the rest)."""
+
+
+class DuplicateIds:
+    """The record ids of one run, and those that came more than once.
+
+    Records, CSV rows, report rows and snapshot comparisons are keyed by id, so a repeated id makes
+    one row shadow another there. The run still scores every row; :meth:`warn` logs one warning on
+    the ``ragmetrics.pipeline`` logger naming the repeated ids. Memory: one set entry per row.
+    """
+
+    __slots__ = ("_repeats", "_seen")
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._repeats: dict[str, int] = {}
+
+    def add(self, record_id: str) -> None:
+        """Count one record's id."""
+        if record_id in self._seen:
+            self._repeats[record_id] = self._repeats.get(record_id, 1) + 1
+        else:
+            self._seen.add(record_id)
+
+    @property
+    def repeated(self) -> dict[str, int]:
+        """Each id that came more than once -> how many rows carry it, in order of first repeat."""
+        return dict(self._repeats)
+
+    def warn(self) -> None:
+        """Log one warning naming the repeated ids, if there are any."""
+        if not self._repeats:
+            return
+        named = ", ".join(
+            f"'{printable(shorten(i, 80))}' x{n}" for i, n in list(self._repeats.items())[:_NAMED]
+        )
+        more = f" and {len(self._repeats) - _NAMED} more" if len(self._repeats) > _NAMED else ""
+        log.warning(
+            "ragmetrics: %d sample id(s) repeat: %s%s; every row was scored, but records, reports and "
+            "snapshot comparisons key on the id, so give each row a unique id",
+            len(self._repeats),
+            named,
+            more,
+        )
 
 
 def to_dataset(

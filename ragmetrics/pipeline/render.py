@@ -1,7 +1,8 @@
 """Rendering: eval case tables (text, markdown, JUnit XML) and snapshot diffs (text, markdown).
 
 Values are rounded here and only here; the records keep full precision. Output is ASCII so CI logs
-render the same everywhere.
+render the same everywhere, and names, reasons and tracebacks pass through
+:func:`~ragmetrics._terminal.printable` so that control characters in them print as visible escapes.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol
 from xml.etree import ElementTree as ET
 
+from ragmetrics._terminal import printable
 from ragmetrics.pipeline.snapshot import Delta, Diff
 
 __all__ = ["CaseRow", "render_case_table", "render_diff", "render_junit_xml"]
@@ -116,7 +118,7 @@ def render_case_table(
     header = ["case", "score", "cost", "latency", "verdict"]
     rows = [
         [
-            f"`{r.name}`" if fmt == "markdown" else r.name,
+            f"`{printable(r.name)}`" if fmt == "markdown" else printable(r.name),
             _score(r.score),
             _cost(r.cost_usd),
             _latency(r.latency_ms, r.latency_measured),
@@ -130,15 +132,14 @@ def render_case_table(
         lines.append("")
         for r in bad:
             if fmt == "markdown":
-                lines.append(
-                    f"- **{r.outcome.upper()}** `{r.name}`: " + "; ".join(r.reasons()).replace("\n", " ")
-                )
+                reasons = printable("; ".join(r.reasons()).replace("\n", " "))
+                lines.append(f"- **{r.outcome.upper()}** `{printable(r.name)}`: {reasons}")
             else:
-                lines.append(r.describe())
+                lines.append(printable(r.describe(), multiline=True))
     took = f" in {duration_s:.2f} s" if duration_s is not None else ""
     note = " (* latency measured by ragmetrics)" if any(r.latency_measured for r in results) else ""
     lines += ["", f"{_summary(results)}{took}{note}"]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines), multiline=True) + "\n"
 
 
 def _value(metric: str, value: float | None) -> str:
@@ -186,13 +187,14 @@ def render_diff(
     ]
     for change in diff.signature_changes:
         lines.append(
-            f"  note: {change.case_name} is scored differently now: {change.baseline} -> {change.current}"
+            f"  note: {printable(change.case_name)} is scored differently now: "
+            f"{printable(change.baseline)} -> {printable(change.current)}"
         )
     shown: Iterable[Delta] = diff.deltas if all_deltas else [d for d in diff.deltas if d.regressed or d.note]
     rows = [
         [
-            f"`{d.case_name}`" if fmt == "markdown" else d.case_name,
-            d.metric,
+            f"`{printable(d.case_name)}`" if fmt == "markdown" else printable(d.case_name),
+            printable(d.metric),
             _value(d.metric, d.baseline),
             _value(d.metric, d.current),
             _change(d),
@@ -213,22 +215,26 @@ def render_diff(
         ("only in current", diff.only_in_current),
     ):
         if names:
-            lines.append(f"Cases {label} ({len(names)}): {', '.join(names)}")
+            lines.append(f"Cases {label} ({len(names)}): {', '.join(printable(n) for n in names)}")
     notes = [d for d in diff.deltas if d.note and d.baseline is not None and d.current is not None]
-    lines += [f"  {d.case_name}.{d.metric}: {d.note}" for d in notes]
+    lines += [f"  {printable(d.case_name)}.{printable(d.metric)}: {printable(d.note)}" for d in notes]
     counted = diff.regressions(require_significance=require_significance)
     if counted:
-        which = ", ".join(f"{d.case_name}.{d.metric}" for d in counted)
+        which = ", ".join(f"{printable(d.case_name)}.{printable(d.metric)}" for d in counted)
         lines.append(f"{len(counted)} regression{'s' if len(counted) != 1 else ''}: {which}")
     else:
         lines.append("No regressions." if not diff.has_regressions else "No significant regressions.")
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines), multiline=True) + "\n"
 
 
 def render_junit_xml(
     results: Sequence[CaseRow], *, suite: str = "ragmetrics", duration_s: float | None = None
 ) -> str:
-    """JUnit XML for CI systems: one ``testcase`` per case, with its values as properties."""
+    """JUnit XML for CI systems: one ``testcase`` per case, with its values as properties.
+
+    Control characters in names, reasons and tracebacks are written as visible escapes: XML 1.0 cannot
+    hold most of them, and CI systems print these fields to a terminal.
+    """
     root = ET.Element("testsuites")
     counts = {k: sum(r.outcome == k for r in results) for k in ("failed", "error")}
     total = sum((r.latency_ms or 0.0) for r in results) / 1000.0
@@ -243,17 +249,14 @@ def render_junit_xml(
         time=f"{duration_s if duration_s is not None else total:.3f}",
     )
     for r in results:
-        path, _, func = r.name.rpartition("::")
-        classname = (
-            path.removesuffix(".py").replace("/", ".")
-            if path
-            else r.name.removesuffix(".py").replace("/", ".")
-        )
+        name = printable(r.name)
+        path, _, func = name.rpartition("::")
+        classname = (path or name).removesuffix(".py").replace("/", ".")
         case = ET.SubElement(
             node,
             "testcase",
             classname=classname,
-            name=func or r.name,
+            name=func or name,
             time=f"{(r.latency_ms or 0.0) / 1000.0:.3f}",
         )
         props = ET.SubElement(case, "properties")
@@ -261,12 +264,12 @@ def render_junit_xml(
             if value is not None:
                 ET.SubElement(props, "property", name=key, value=repr(float(value)))
         if r.outcome == "failed":
-            failure = ET.SubElement(
-                case, "failure", message="; ".join(r.reasons())[:1000], type="EvalCaseFailure"
-            )
-            failure.text = r.describe()
+            message = printable("; ".join(r.reasons()))[:1000]
+            failure = ET.SubElement(case, "failure", message=message, type="EvalCaseFailure")
+            failure.text = printable(r.describe(), multiline=True)
         elif r.outcome == "error":
-            error = ET.SubElement(case, "error", message="; ".join(r.reasons())[:1000], type="EvalCaseError")
-            error.text = r.traceback or r.describe()
+            message = printable("; ".join(r.reasons()))[:1000]
+            error = ET.SubElement(case, "error", message=message, type="EvalCaseError")
+            error.text = printable(r.traceback or r.describe(), multiline=True)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -38,8 +38,8 @@ from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.pipeline._budget import within_budget
 from ragmetrics.pipeline._execute import SampleExecutor
 from ragmetrics.pipeline._failure import BudgetExceededError, SampleTimeoutError, failure_record
+from ragmetrics.pipeline._inputs import DuplicateIds, to_dataset, validate_all
 from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
-from ragmetrics.pipeline._inputs import to_dataset, validate_all
 from ragmetrics.pipeline._metric_call import MetricCall, share_judges
 from ragmetrics.pipeline._results import EvaluationResults, PipelineEvent, PipelineRun
 from ragmetrics.pipeline._run_state import RunState
@@ -314,6 +314,7 @@ class EvaluationPipeline:
             asyncio.create_task(self._worker(rows, out, state, estimator)) for _ in range(self.concurrency)
         ]
         closer = asyncio.create_task(self._close_when_done(workers, out))
+        ids = DuplicateIds()
         await self._emit(PipelineEvent(kind="start", done=0, total=total, stats=state.stats()))
         finished = False
         try:
@@ -325,6 +326,7 @@ class EvaluationPipeline:
                     raise item.exc
                 record, exc = item
                 builder.add(record)
+                ids.add(record.id)
                 state.done += 1
                 state.tick()
                 if exc is not None and self.raise_on_error:
@@ -339,6 +341,7 @@ class EvaluationPipeline:
             state.progress.close()
             await asyncio.shield(self._close_judges(judges))
         if finished:
+            ids.warn()
             await self._emit(PipelineEvent(kind="end", done=state.done, total=total, stats=state.stats()))
 
     @staticmethod

@@ -1,0 +1,95 @@
+"""What the subcommands check before doing any work: argparse value types and output paths.
+
+A value type raises ``argparse.ArgumentTypeError``, which argparse turns into its one-line usage error
+and exit code 2; :func:`output_problem` says what is wrong with a path the command would write, so
+that ``ragmetrics eval`` and ``ragmetrics test`` refuse it before the first LLM call, not after them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["count", "non_negative_float", "output_problem", "positive_int", "unit_float"]
+
+
+def unit_float(text: str) -> float:
+    """A number in [0, 1] (``nan`` is refused: no score is ever compared true against it)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number >= 0 (``nan`` and ``inf`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
+def _whole(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1."""
+    return _whole(text, 1)
+
+
+def count(text: str) -> int:
+    """A whole number >= 0."""
+    return _whole(text, 0)
+
+
+def _writable_dir(folder: Path) -> bool:
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+
+
+def output_problem(
+    path: str, flag: str, suffixes: Sequence[str], *, create_folders: bool = False
+) -> str | None:
+    """What is wrong with writing ``path`` (given as ``flag``), or None when it can be written.
+
+    Args:
+        path: The path as given on the command line.
+        flag: The option naming it, for the message (``--out``).
+        suffixes: The file name endings the writer knows (``.jsonl``, ``.csv``); empty for a folder.
+        create_folders: Missing parent folders will be created, so the nearest existing one must be
+            a writable folder; otherwise the parent itself must exist and be writable.
+    """
+    target = Path(path)
+    if suffixes and target.suffix.lower() not in suffixes:
+        names = ", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0]
+        return f"{flag}: use a {names} file name, got {path}"
+    if not suffixes and target.exists() and not target.is_dir():
+        return f"{flag}: {path} exists and is not a folder"
+    if suffixes and target.is_dir():
+        return f"{flag}: {path} is a folder; give a file name"
+    parent = target if not suffixes else target.parent  # as given, for the messages
+    if create_folders or not suffixes:
+        while not parent.absolute().exists() and parent.absolute().parent != parent.absolute():
+            parent = parent.parent
+    if not parent.absolute().exists():
+        return f"{flag}: folder {parent} does not exist; create it first"
+    if not parent.absolute().is_dir():
+        return f"{flag}: {parent} is not a folder"
+    if not _writable_dir(parent) or (target.is_file() and not os.access(target, os.W_OK)):
+        return f"{flag}: cannot write {path} (no write permission in {parent})"
+    return None
