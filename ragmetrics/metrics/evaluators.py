@@ -1,8 +1,11 @@
 """The evaluator base: shared options, the evaluate trio, and the one place a raw score becomes a result.
 
 Every classic evaluator (``exact_match`` ... ``custom``) subclasses :class:`Evaluator`, implements
-``_score`` and returns a :class:`Scored`; :meth:`Evaluator.evaluate` applies ``negate`` and the pass
-mark the same way for all of them and builds the :class:`~ragmetrics.score.MetricResult`.
+``_score`` (a coroutine, for evaluators that wait on a judge or a provider) or ``_score_sync``
+(CPU-bound work such as parsing or matching, which ``_score`` then runs on a worker thread, so a slow
+evaluation never stalls the event loop) and returns a :class:`Scored`; :meth:`Evaluator.evaluate`
+applies ``negate`` and the pass mark the same way for all of them and builds the
+:class:`~ragmetrics.score.MetricResult`.
 
 Shared options follow the Cannonade document:
 
@@ -20,6 +23,7 @@ not passed.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from dataclasses import dataclass, field
@@ -173,6 +177,16 @@ class Evaluator:
     # -- for subclasses ----------------------------------------------------------------------------
 
     async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        """Score one output; by default :meth:`_score_sync` on a worker thread.
+
+        Evaluators that wait (on a judge, an embedding provider) override this coroutine; evaluators
+        that compute (parse, match, measure edit distance) implement :meth:`_score_sync` instead, so
+        a long computation on a hostile input never stalls the event loop and the rest of the run.
+        """
+        return await asyncio.to_thread(self._score_sync, prediction, reference, input)
+
+    def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        """CPU-bound scoring, run off the event loop by :meth:`_score`."""
         raise NotImplementedError
 
     def _options(self) -> dict[str, object]:
