@@ -115,13 +115,19 @@ HOSTILE_HTML = {
 }
 
 
+async def _seconds(text: str):
+    started = time.perf_counter()
+    result = await HtmlValidationEvaluator().evaluate(text)
+    return time.perf_counter() - started, result
+
+
 @pytest.mark.parametrize("name", list(HOSTILE_HTML))
 async def test_html_validation_is_linear_on_hostile_markup(name: str):
     text, expected = HOSTILE_HTML[name]
-    started = time.perf_counter()
-    result = await HtmlValidationEvaluator().evaluate(text)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 2.0, f"{name}: {elapsed:.2f} s"
+    elapsed, result = await _seconds(text)
+    # 2 s, or on a loaded machine 5x the time of ordinary markup of the same length (was 37-43 s)
+    ordinary, _ = await _seconds(("<div><p>x</p></div>" * len(text))[: len(text)])
+    assert elapsed < max(2.0, 5 * ordinary), f"{name}: {elapsed:.2f} s (ordinary markup: {ordinary:.2f} s)"
     assert result.score == expected, (name, result.reasoning)
     if name.startswith("<p> then"):
         assert result.details["unterminated"] in {"tag", "comment"}
@@ -163,9 +169,9 @@ async def test_a_slow_regex_match_does_not_stall_the_event_loop():
     ev = RegexMatchEvaluator(r"(a|aa)+$", timeout=1.0)  # catastrophic backtracking, stopped at 1 s
     started = time.perf_counter()
     gap, ticks, result = await _max_tick_gap(ev.evaluate("a" * 60 + "!"))
-    assert result.status == "timeout"
-    assert time.perf_counter() - started >= 0.9
-    assert ticks > 20 and gap < 0.3, f"the loop stalled for {gap:.2f} s ({ticks} ticks)"
+    elapsed = time.perf_counter() - started
+    assert result.status == "timeout" and elapsed >= 0.9
+    assert ticks > 20 and gap < min(0.5, elapsed / 3), f"the loop stalled for {gap:.2f} s of {elapsed:.2f} s"
 
 
 async def test_a_slow_html_parse_does_not_stall_the_event_loop_or_the_fast_evaluators():
@@ -178,12 +184,14 @@ async def test_a_slow_html_parse_does_not_stall_the_event_loop_or_the_fast_evalu
         finished.append(name)
         return result
 
+    started = time.perf_counter()
     gap, ticks, results = await _max_tick_gap(
         asyncio.gather(timed("html", html.evaluate(big)), timed("exact", exact.evaluate("a", "a")))
     )
+    elapsed = time.perf_counter() - started
     assert finished == ["exact", "html"]  # the fast one did not queue behind the slow one
     assert results[0].score == 1.0 and results[1].score == 1.0
-    assert gap < 0.3, f"the loop stalled for {gap:.2f} s ({ticks} ticks)"
+    assert gap < min(0.5, elapsed / 3), f"the loop stalled for {gap:.2f} s of {elapsed:.2f} s ({ticks} ticks)"
 
 
 # -- item 10: exact JSON numbers --------------------------------------------------------------------
