@@ -227,6 +227,7 @@ class RegexMatchEvaluator(Evaluator):
     """
 
     name = "regex"
+    _inline_chars = -1  # always on a worker thread: even a short output can backtrack until the timeout
 
     def __init__(
         self,
