@@ -32,11 +32,11 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable
-from decimal import Decimal, InvalidOperation
 from html.parser import HTMLParser
 from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.metrics._json_numbers import NUMBERS, exact_decoder, json_type, loads_exact, shown
 from ragmetrics.metrics.evaluators import DEFAULT_THRESHOLD, FIXED_PASS_MARK, Evaluator, Scored
 
 __all__ = [
@@ -52,7 +52,6 @@ MAX_CHARS = 10_000_000
 MAX_DEPTH = 500
 """Default JSON nesting limit (serde_json allows 128, Go 10,000; Python's parser recurses)."""
 _DEPTH_CEILING = 800  # the stdlib parser recurses: stay well inside Python's recursion limit
-_INT_DIGITS_ALWAYS_OK = 640  # sys.int_info.str_digits_check_threshold: the lowest digit limit allowed
 HTML_MAX_CHARS = 1_000_000
 """Default size limit of ``html_validation`` (a pure-Python tokenizer: about 1.5 s per million characters)."""
 
@@ -105,51 +104,6 @@ class _BadJson(Exception):
         self.where = where
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON (RFC 8259 has no NaN or Infinity)")
-
-
-class _HugeNumber(str):
-    """A JSON number whose exponent is beyond ``decimal``'s range (over 10**18): kept as its literal."""
-
-    __slots__ = ()
-
-
-_NUMBERS = (int, float, Decimal)
-
-
-def _exact_int(literal: str) -> int | Decimal:
-    # int() is quadratic in the digit count and refuses more than sys.get_int_max_str_digits()
-    # (4,300 by default), so a long (valid) JSON integer becomes an exact Decimal instead; no
-    # process-wide setting is touched.
-    return int(literal) if len(literal) < _INT_DIGITS_ALWAYS_OK else Decimal(literal)
-
-
-def _exact_float(literal: str) -> Decimal | _HugeNumber:
-    # float() turns 1e400 and 1e401 both into inf (and rounds 0.1000000000000000000001 to 0.1):
-    # Decimal keeps the exact value of every literal, and compares exactly with ints and Decimals.
-    try:
-        return Decimal(literal)
-    except InvalidOperation:  # an exponent past decimal's limits (|exponent| > 999,999,999,999,999,999)
-        mantissa = re.split("[eE]", literal, maxsplit=1)[0]
-        if not mantissa.strip("-0."):
-            return Decimal(0)
-        return _HugeNumber(literal.lower())
-
-
-def _json_type(value: Any) -> str:
-    return "number" if isinstance(value, (Decimal, _HugeNumber)) else type(value).__name__
-
-
-def _shown(value: Any) -> str:
-    """A parsed leaf as JSON text (exact numbers as their digits)."""
-    return str(value) if isinstance(value, (Decimal, _HugeNumber)) else json.dumps(value)
-
-
-def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant, parse_int=_exact_int, parse_float=_exact_float)
-
-
 def _depth(value: Any) -> int:
     deepest = 0
     stack = [(value, 1)]
@@ -166,7 +120,7 @@ def _depth(value: Any) -> int:
 
 def _parse_json(text: str, max_depth: int) -> Any:
     try:
-        value = _loads(text)
+        value = loads_exact(text)
     except json.JSONDecodeError as exc:
         raise _BadJson(
             f"{exc.msg}: line {exc.lineno} column {exc.colno} (char {exc.pos})",
@@ -192,7 +146,7 @@ def _wrapping(text: str, kind: str) -> str:
     if _FENCE.match(text):
         return f" The output is wrapped in a markdown code fence: {advice}."
     if kind == "json":
-        decoder = json.JSONDecoder(parse_int=_exact_int, parse_float=_exact_float)
+        decoder = exact_decoder()
         starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
         if starts:
             first = min(starts)
@@ -237,7 +191,7 @@ class JsonValidityEvaluator(Evaluator):
                 reasoning=f"Invalid JSON: {exc.message}.{_wrapping(prediction, 'json')}",
                 details={"error": exc.message, **exc.where},
             )
-        return Scored(score=1.0, reasoning=f"Valid JSON ({_json_type(value)}).")
+        return Scored(score=1.0, reasoning=f"Valid JSON ({json_type(value)}).")
 
 
 def _path_text(path: tuple[str | int, ...]) -> str:
@@ -273,7 +227,7 @@ def json_key_paths(value: Any) -> dict[tuple[str | int, ...], Any]:
 def _same_leaf(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):  # JSON true is not the number 1
         return type(a) is type(b) and a == b
-    if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
+    if isinstance(a, NUMBERS) and isinstance(b, NUMBERS):
         return bool(a == b)  # exact: ints and Decimals compare by value (1 == 1.0 == 1e0)
     return type(a) is type(b) and a == b
 
@@ -354,8 +308,8 @@ class JsonMatchEvaluator(Evaluator):
             "different": [
                 {
                     "path": _path_text(p),
-                    "output": shorten(_shown(got[p]), 80),
-                    "expected": shorten(_shown(want[p]), 80),
+                    "output": shorten(shown(got[p]), 80),
+                    "expected": shorten(shown(want[p]), 80),
                 }
                 for p in sorted(different, key=repr)[:20]
             ],

@@ -13,7 +13,10 @@
   or its size with repetitions multiplied out (every item times the minimum counts of the repetitions
   around it: ``(?:a{1000}){1000}`` is 1,000,000) exceeds :data:`MAX_REGEX_SIZE`. Upper bounds cost
   nothing to compile (``.{0,5000}`` and ``a{0,1000000000}`` are accepted); their matching is what the
-  timeout caps. The costliest accepted patterns found compile in under 0.5 s and 130 MB.
+  timeout caps. The costliest accepted patterns found compile in under 0.5 s and 130 MB. Matching
+  memory grows with the output (``^(?:a|ab|b)*$`` on 10 MB exhausted 4 GB) and with each capture
+  group, so outputs over ``max_chars`` (1,000,000), or over 4,000,000 / (1 + capture groups)
+  characters, are ``invalid_input`` instead of matched: at most ~160 MB measured.
 - ``levenshtein``: ``1 - normalised edit distance`` (distance / length of the longer string) on the
   trimmed strings, as ``rapidfuzz`` computes it.
 - ``f1``: F1 over the *unique* whitespace-separated tokens of each side (set overlap, no bag counts).
@@ -50,6 +53,10 @@ __all__ = [
 
 BINARY_PASS_MARK = 1.0
 """Pass mark of the pass-or-fail evaluators."""
+REGEX_MAX_CHARS = 1_000_000
+"""Default longest output ``regex`` matches (its backtracking state: ~50-160 bytes a character)."""
+REGEX_GROUP_BUDGET = 4_000_000
+"""Output characters times (1 + capture groups) that ``regex`` matches at most (~150 MB measured)."""
 MAX_REGEX_CHARS = 10_000
 """Longest ``regex`` pattern accepted, in characters (the package's parser takes ~10 us a character)."""
 MAX_REGEX_SIZE = 100_000
@@ -221,6 +228,10 @@ class RegexMatchEvaluator(Evaluator):
         case_sensitive: Whether matching keeps letter case (default: ignore case).
         negate: Pass when the pattern does *not* match.
         timeout: Seconds a single match may take before it is abandoned (default 1.0).
+        max_chars: Longest output matched (default 1,000,000); longer ones are ``invalid_input``. The
+            regex package's backtracking state grows with the output, and with every capture group
+            (it keeps each capture of a repeated group), so the limit is divided by one plus the
+            number of capture groups beyond :data:`REGEX_GROUP_BUDGET` character-groups.
 
     Raises:
         ConfigError: The pattern does not compile, or an option is invalid.
@@ -236,12 +247,15 @@ class RegexMatchEvaluator(Evaluator):
         case_sensitive: bool = False,
         negate: bool = False,
         timeout: float = 1.0,
+        max_chars: int = REGEX_MAX_CHARS,
     ) -> None:
         super().__init__(threshold=BINARY_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
         if not isinstance(pattern, str):
             raise ConfigError(f"regex: pattern must be a string, got {type(pattern).__name__} {pattern!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
             raise ConfigError(f"regex: timeout must be a number of seconds in (0, 60], got {timeout!r}")
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+            raise ConfigError(f"regex: max_chars must be an integer >= 1, got {max_chars!r}")
         flags = 0 if case_sensitive else regex.IGNORECASE
         _check_pattern_size(pattern, flags)
         try:
@@ -255,14 +269,42 @@ class RegexMatchEvaluator(Evaluator):
             raise ConfigError(f"regex: invalid pattern {shorten(pattern, 120)!r}: {exc}") from exc
         self.pattern = pattern
         self.timeout = float(timeout)
+        self.max_chars = max_chars
+        groups = self._compiled.groups
+        self._longest = min(max_chars, REGEX_GROUP_BUDGET // (groups + 1))
+        self._why_longest = (
+            f"max_chars {max_chars:,}"
+            if self._longest == max_chars
+            else f"{REGEX_GROUP_BUDGET:,} characters / (1 + {groups} capture groups); use (?:...) "
+            "for groups that need not capture"
+        )
 
     def _options(self) -> dict[str, object]:
-        return {"pattern": self.pattern, **super()._options(), "timeout": self.timeout}
+        return {
+            "pattern": self.pattern,
+            **super()._options(),
+            "timeout": self.timeout,
+            "max_chars": self.max_chars,
+        }
 
     def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         shown = shorten(self.pattern, 80)
+        if len(prediction) > self._longest:
+            return Scored(
+                score=None,
+                status="invalid_input",
+                message=f"regex: the output is {len(prediction):,} characters, over the limit of "
+                f"{self._longest:,} for pattern {shown!r} ({self._why_longest}); not matched",
+            )
         try:  # concurrent: the GIL is released while matching, so other threads (the loop) run
             match = self._compiled.search(prediction, timeout=self.timeout, concurrent=True)
+        except MemoryError:  # only under a process memory limit: the limits above keep it rare
+            return Scored(
+                score=None,
+                status="invalid_input",
+                message=f"regex: matching {shown!r} on a {len(prediction):,}-character output ran out "
+                "of memory; simplify the pattern (fewer capture groups and alternations) or lower max_chars",
+            )
         except TimeoutError:
             return Scored(
                 score=None,

@@ -95,6 +95,37 @@ def test_regex_repetition_bombs_are_refused_promptly_under_a_memory_limit():
     assert time.perf_counter() - started < 60
 
 
+def test_regex_matching_memory_is_capped_by_output_length_and_capture_groups():
+    probe = """
+        import json, time
+        from ragmetrics.eval import RegexMatchEvaluator
+
+        groups50 = "^(?:" + "(" * 50 + "a" + ")" * 50 + "|b)*$"
+        out = {}
+        for name, pattern, text in [
+            ("10 MB output", "^(?:a|ab|b)*$", "ab" * 5_000_000),  # exhausted 4 GB
+            ("50 groups, 1 MB", groups50, "ab" * 500_000),  # exhausted 4 GB
+            ("1 group, 1 MB", "^(?:(a)|b)*$", "ab" * 500_000),  # within the budget: ~100 MB
+            ("50 groups, 78 KB", groups50, "ab" * 39_000),
+        ]:
+            started = time.perf_counter()
+            result = RegexMatchEvaluator(pattern, timeout=5).evaluate_sync(text)
+            out[name] = [result.status, result.score, result.message, time.perf_counter() - started]
+        print(json.dumps(out))
+    """
+    done = _run_limited(probe)
+    assert done.returncode == 0, f"probe died (rc {done.returncode}): {done.stderr[-2000:]}"
+    report = json.loads(done.stdout)
+    for name in ("10 MB output", "50 groups, 1 MB"):
+        status, score, message, seconds = report[name]
+        assert status == "invalid_input" and score is None and seconds < 1.0, (name, report[name])
+        assert "over the limit of" in message and "not matched" in message
+    assert "max_chars 1,000,000" in report["10 MB output"][2]
+    assert "4,000,000 characters / (1 + 50 capture groups)" in report["50 groups, 1 MB"][2]
+    assert report["1 group, 1 MB"][:2] == ["ok", 1.0]
+    assert report["50 groups, 78 KB"][:2] == ["ok", 1.0]
+
+
 def test_regex_refusal_names_the_shortened_pattern_and_the_limit():
     pattern = "(?:" + "b" * 300 + "a{1000}){1000}"
     with pytest.raises(ConfigError, match=r"over 100,000 items") as caught:
