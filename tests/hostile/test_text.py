@@ -135,6 +135,23 @@ def test_regex_refusal_names_the_shortened_pattern_and_the_limit():
     assert len(message) < 600
 
 
+def test_the_fallback_bound_never_undercounts_the_parsed_size():
+    # Used only if the regex package's private parser changes shape: it must stay an upper bound.
+    from ragmetrics.metrics.text import _textual_bound, _unrolled_size
+
+    patterns = [
+        "a{5}",
+        r"\d{4}-\d{2}-\d{2}",
+        "(?:a{1000}){1000}",
+        "(?x) (?: a{1000} ) {1000}",
+        "(?:[a-z]{10}|\\d{20}){30}",
+        "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}",
+        "(a{3}(?:b{4}){5}){6}",
+    ]
+    for pattern in patterns:
+        assert _textual_bound(pattern) >= (_unrolled_size(pattern, 0) or 0), pattern
+
+
 # -- item 4: html_validation -----------------------------------------------------------------------
 
 HOSTILE_HTML = {
