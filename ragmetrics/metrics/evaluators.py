@@ -1,8 +1,11 @@
 """The evaluator base: shared options, the evaluate trio, and the one place a raw score becomes a result.
 
 Every classic evaluator (``exact_match`` ... ``custom``) subclasses :class:`Evaluator`, implements
-``_score`` and returns a :class:`Scored`; :meth:`Evaluator.evaluate` applies ``negate`` and the pass
-mark the same way for all of them and builds the :class:`~ragmetrics.score.MetricResult`.
+``_score`` (a coroutine, for evaluators that wait on a judge or a provider) or ``_score_sync``
+(CPU-bound work such as parsing or matching, which ``_score`` runs on a worker thread for inputs over
+:data:`INLINE_CHARS` characters, so a slow evaluation never stalls the event loop) and returns a
+:class:`Scored`; :meth:`Evaluator.evaluate` applies ``negate`` and the pass mark the same way for all
+of them and builds the :class:`~ragmetrics.score.MetricResult`.
 
 Shared options follow the Cannonade document:
 
@@ -20,6 +23,7 @@ not passed.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from dataclasses import dataclass, field
@@ -37,6 +41,7 @@ __all__ = [
     "FIXED_PASS_MARK",
     "Evaluator",
     "GradedEvaluator",
+    "INLINE_CHARS",
     "Scored",
     "check_flag",
     "judge_failure",
@@ -47,6 +52,9 @@ DEFAULT_THRESHOLD = 0.9
 """Starting threshold of the graded evaluators (Cannonade)."""
 FIXED_PASS_MARK = 0.9
 """Pass mark of ``contains`` and ``json_match``; not configurable."""
+INLINE_CHARS = 10_000
+"""Inputs (output plus reference) up to this many characters are scored on the event loop; longer
+ones by CPU-bound evaluators on a worker thread (a parsed, non-string reference counts as long)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +123,8 @@ class Evaluator:
     """Snake_case type name used in config files, reports and the CLI."""
     structured_reference: ClassVar[bool] = False
     """Whether ``reference`` may be a parsed JSON value instead of a string (``json_match``)."""
+    _inline_chars: ClassVar[int] = INLINE_CHARS
+    """Largest input :meth:`_score` scores on the event loop; -1 sends every input to a thread."""
 
     def __init__(
         self,
@@ -173,6 +183,22 @@ class Evaluator:
     # -- for subclasses ----------------------------------------------------------------------------
 
     async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        """Score one output; by default :meth:`_score_sync`, on a worker thread unless the input is small.
+
+        Evaluators that wait (on a judge, an embedding provider) override this coroutine; evaluators
+        that compute (parse, match, measure edit distance) implement :meth:`_score_sync` instead, so
+        a long computation on a hostile input never stalls the event loop and the rest of the run.
+        Inputs of up to ``_inline_chars`` characters (output and reference together) are scored
+        inline: there the thread hop (50-300 us) would cost more than the scoring, which takes at
+        most about 15 ms in every such evaluator (hostile markup for ``html_validation``).
+        """
+        size = len(prediction) + (len(reference) if isinstance(reference, str) else INLINE_CHARS)
+        if size <= self._inline_chars:
+            return self._score_sync(prediction, reference, input)
+        return await asyncio.to_thread(self._score_sync, prediction, reference, input)
+
+    def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+        """CPU-bound scoring, run off the event loop by :meth:`_score`."""
         raise NotImplementedError
 
     def _options(self) -> dict[str, object]:

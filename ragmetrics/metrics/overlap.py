@@ -109,7 +109,7 @@ class RougeEvaluator(GradedEvaluator):
     def _options(self) -> dict[str, object]:
         return {"variant": "rougeL-f", "tokenizer": "rouge_score-default", **super()._options()}
 
-    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+    def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         score, details = _rouge(prediction, reference, self.case_sensitive)
         if details.get("no_tokens"):
             how = "equal" if score == 1.0 else "different"
@@ -195,7 +195,7 @@ class BleuEvaluator(GradedEvaluator):
     def _options(self) -> dict[str, object]:
         return {"max_order": 2, "smoothing": "nltk-method1-eps0.1", **super()._options()}
 
-    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+    def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         score, details = _bleu_texts(prediction, reference, self.case_sensitive)
         if details.get("no_tokens"):
             reasoning = f"Both texts are empty: {score:.4f}, threshold: {self.threshold:.4f}."

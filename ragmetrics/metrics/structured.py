@@ -9,14 +9,21 @@ document and nothing else).
 - ``json_match``: output and expected value both parse; every key path (arrays by index) is collected
   on both sides, and the score is the number of paths present on both sides with equal values over the
   number of paths of the side that has more. Missing and extra keys both lower it. Fixed pass mark 0.9.
+- Numbers are read exactly (``decimal``, never ``float``): ``1e400`` and ``1e401`` differ, ``1``,
+  ``1.0`` and ``1e0`` are equal, and an integer of any length is valid, without touching Python's
+  process-wide ``sys.set_int_max_str_digits``.
 - ``html_validation``: parsed with the standard library's HTML tokenizer (never regexes) and an
-  explicit element stack. Text outside any element, or no element at all, fails outright (score 0);
-  otherwise the score is the share of accepted elements: any recognised HTML element by default,
-  only ``allowed_tags`` when given, never ``blocked_tags``. Elements inside ``<svg>``/``<math>`` are
-  judged by that root.
+  explicit element stack, in linear time. Text outside any element, or no element at all, fails
+  outright (score 0); otherwise the score is the share of accepted elements: any recognised HTML
+  element by default, only ``allowed_tags`` when given, never ``blocked_tags``. Elements inside
+  ``<svg>``/``<math>`` are judged by that root. A tag or comment left unterminated at the end of the
+  output is read as text where it stands (so at top level it fails as text outside any element).
 
-Limits keep hostile inputs cheap: more than ``max_chars`` characters gives an ``invalid_input`` result
-without parsing; JSON nested deeper than ``max_depth`` is invalid (as in most production parsers).
+Limits keep hostile inputs cheap: more than ``max_chars`` characters (10,000,000 for JSON; 1,000,000
+for HTML, about 1.5 s of tokenizing) gives an ``invalid_input`` result without parsing; JSON nested
+deeper than ``max_depth`` is invalid (as in most production parsers). Scoring runs on a worker
+thread (see :class:`~ragmetrics.metrics.evaluators.Evaluator`), so a long parse never stalls the
+event loop.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.metrics._json_numbers import NUMBERS, exact_decoder, json_type, loads_exact, shown
 from ragmetrics.metrics.evaluators import DEFAULT_THRESHOLD, FIXED_PASS_MARK, Evaluator, Scored
 
 __all__ = [
@@ -44,6 +52,8 @@ MAX_CHARS = 10_000_000
 MAX_DEPTH = 500
 """Default JSON nesting limit (serde_json allows 128, Go 10,000; Python's parser recurses)."""
 _DEPTH_CEILING = 800  # the stdlib parser recurses: stay well inside Python's recursion limit
+HTML_MAX_CHARS = 1_000_000
+"""Default size limit of ``html_validation`` (a pure-Python tokenizer: about 1.5 s per million characters)."""
 
 HTML_ELEMENTS = frozenset(
     """a abbr address area article aside audio b base bdi bdo blockquote body br button canvas caption
@@ -94,10 +104,6 @@ class _BadJson(Exception):
         self.where = where
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON (RFC 8259 has no NaN or Infinity)")
-
-
 def _depth(value: Any) -> int:
     deepest = 0
     stack = [(value, 1)]
@@ -114,7 +120,7 @@ def _depth(value: Any) -> int:
 
 def _parse_json(text: str, max_depth: int) -> Any:
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = loads_exact(text)
     except json.JSONDecodeError as exc:
         raise _BadJson(
             f"{exc.msg}: line {exc.lineno} column {exc.colno} (char {exc.pos})",
@@ -126,7 +132,7 @@ def _parse_json(text: str, max_depth: int) -> Any:
         raise _BadJson(
             f"nesting deeper than the limit of {max_depth} levels (max_depth), or too deep to parse"
         ) from None
-    except ValueError as exc:  # NaN/Infinity, an integer with too many digits
+    except ValueError as exc:  # NaN/Infinity
         raise _BadJson(str(exc)) from None
     depth = _depth(value)
     if depth > max_depth:
@@ -140,7 +146,7 @@ def _wrapping(text: str, kind: str) -> str:
     if _FENCE.match(text):
         return f" The output is wrapped in a markdown code fence: {advice}."
     if kind == "json":
-        decoder = json.JSONDecoder()
+        decoder = exact_decoder()
         starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
         if starts:
             first = min(starts)
@@ -174,7 +180,7 @@ class JsonValidityEvaluator(Evaluator):
     def _options(self) -> dict[str, object]:
         return {"negate": self.negate, "max_chars": self.max_chars, "max_depth": self.max_depth}
 
-    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+    def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         if (over := _too_long(prediction, self.max_chars, "output")) is not None:
             return over
         try:
@@ -185,7 +191,7 @@ class JsonValidityEvaluator(Evaluator):
                 reasoning=f"Invalid JSON: {exc.message}.{_wrapping(prediction, 'json')}",
                 details={"error": exc.message, **exc.where},
             )
-        return Scored(score=1.0, reasoning=f"Valid JSON ({type(value).__name__}).")
+        return Scored(score=1.0, reasoning=f"Valid JSON ({json_type(value)}).")
 
 
 def _path_text(path: tuple[str | int, ...]) -> str:
@@ -221,8 +227,8 @@ def json_key_paths(value: Any) -> dict[tuple[str | int, ...], Any]:
 def _same_leaf(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):  # JSON true is not the number 1
         return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
+    if isinstance(a, NUMBERS) and isinstance(b, NUMBERS):
+        return bool(a == b)  # exact: ints and Decimals compare by value (1 == 1.0 == 1e0)
     return type(a) is type(b) and a == b
 
 
@@ -262,7 +268,7 @@ class JsonMatchEvaluator(Evaluator):
         except (TypeError, ValueError, RecursionError) as exc:
             raise _BadJson(f"it is not a JSON value ({exc})") from None
 
-    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+    def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         try:
             expected = self._expected(reference)
         except _BadJson as exc:
@@ -302,8 +308,8 @@ class JsonMatchEvaluator(Evaluator):
             "different": [
                 {
                     "path": _path_text(p),
-                    "output": shorten(json.dumps(got[p]), 80),
-                    "expected": shorten(json.dumps(want[p]), 80),
+                    "output": shorten(shown(got[p]), 80),
+                    "expected": shorten(shown(want[p]), 80),
                 }
                 for p in sorted(different, key=repr)[:20]
             ],
@@ -314,6 +320,16 @@ class JsonMatchEvaluator(Evaluator):
 # -- HTML ------------------------------------------------------------------------------------------
 
 
+def _unterminated_kind(tail: str) -> str:
+    if tail.startswith("<!--"):
+        return "comment"
+    if tail.startswith("</"):
+        return "end tag"
+    if tail.startswith(("<!", "<?")):
+        return "declaration"
+    return "tag"
+
+
 class _ElementScan(HTMLParser):
     """Tokenize with the standard library's parser and keep an explicit stack of open elements."""
 
@@ -321,12 +337,14 @@ class _ElementScan(HTMLParser):
         super().__init__(convert_charrefs=True)
         self._accept = accept
         self.stack: list[str] = []
+        self.open: Counter[str] = Counter()  # open elements by tag: an unmatched end tag costs O(1)
         self.foreign: list[int] = []  # stack indices of open <svg>/<math> roots
         self.total = 0
         self.accepted = 0
         self.rejected: Counter[str] = Counter()
         self.tags: Counter[str] = Counter()
         self.outside: list[str] = []
+        self.unterminated: str | None = None  # what the output ends inside of, if anything
 
     def _element(self, tag: str, *, opens: bool) -> None:
         root = self.stack[self.foreign[-1]] if self.foreign else None
@@ -340,6 +358,7 @@ class _ElementScan(HTMLParser):
             if tag in _FOREIGN_ROOTS and not self.foreign:
                 self.foreign.append(len(self.stack))
             self.stack.append(tag)
+            self.open[tag] += 1
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._element(tag, opens=True)
@@ -348,17 +367,38 @@ class _ElementScan(HTMLParser):
         self._element(tag, opens=False)
 
     def handle_endtag(self, tag: str) -> None:
-        for i in range(len(self.stack) - 1, -1, -1):
-            if self.stack[i] == tag:
-                del self.stack[i:]
-                while self.foreign and self.foreign[-1] >= len(self.stack):
-                    self.foreign.pop()
-                return
-        # an end tag with no open element: ignored, as browsers do
+        if not self.open[tag]:
+            return  # an end tag with no open element: ignored, as browsers do
+        # Close up to and including the innermost open `tag`. Every element popped here was pushed
+        # once, so the whole document costs linear time (a scan of the stack per end tag was
+        # quadratic: 40,000 <div> then 40,000 </p> took 43 s).
+        while True:
+            closed = self.stack.pop()
+            self.open[closed] -= 1
+            if closed == tag:
+                break
+        while self.foreign and self.foreign[-1] >= len(self.stack):
+            self.foreign.pop()
 
     def handle_data(self, data: str) -> None:
         if not self.stack and data.strip() and len(self.outside) < 3:
             self.outside.append(data.strip())
+
+    def finish(self) -> None:
+        """End the document in linear time (instead of :meth:`close`).
+
+        After :meth:`feed`, what the tokenizer could not consume is an unterminated tag, comment or
+        declaration running to the end of the input. Python's ``close()`` before 3.13.4 re-scans to the
+        end for every ``<`` in it (quadratic: ``"<p>" + "<a" * 100_000`` took 37 s); here that tail is
+        read once, as text where it stands (so at top level it is text outside any element).
+        """
+        tail = self.rawdata
+        if len(tail) > 2 and tail[0] == "<" and not self.cdata_elem:
+            self.rawdata = ""
+            self.unterminated = _unterminated_kind(tail)
+            self.handle_data(tail)
+        else:  # text, or a lone "<" or "</": close() reads it in one step
+            self.close()
 
 
 def _tag_set(tags: object, option: str) -> frozenset[str] | None:
@@ -397,7 +437,7 @@ class HtmlValidationEvaluator(Evaluator):
         allowed_tags: Iterable[str] | None = None,
         blocked_tags: Iterable[str] | None = None,
         negate: bool = False,
-        max_chars: int = MAX_CHARS,
+        max_chars: int = HTML_MAX_CHARS,
     ) -> None:
         super().__init__(threshold=threshold, negate=negate)
         self.allowed_tags = _tag_set(allowed_tags, "allowed_tags")
@@ -422,13 +462,13 @@ class HtmlValidationEvaluator(Evaluator):
             return tag in self.allowed_tags or (root is not None and root in self.allowed_tags)
         return tag in HTML_ELEMENTS or root is not None
 
-    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+    def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         if (over := _too_long(prediction, self.max_chars, "output")) is not None:
             return over
         scan = _ElementScan(self._accepts)
         try:
             scan.feed(prediction)
-            scan.close()
+            scan.finish()
         except Exception as exc:  # noqa: BLE001 - the tokenizer must never turn bad markup into a crash
             return Scored(score=0.0, reasoning=f"The output could not be tokenized as HTML: {exc}.")
         hint = _wrapping(prediction, "html")
@@ -438,6 +478,9 @@ class HtmlValidationEvaluator(Evaluator):
             "rejected": dict(scan.rejected),
             "tags": dict(scan.tags.most_common(50)),
         }
+        if scan.unterminated:
+            details["unterminated"] = scan.unterminated
+            hint += f" The output ends inside an unterminated {scan.unterminated}, read as text."
         if scan.outside:
             details["text_outside"] = [shorten(t, 80) for t in scan.outside]
             return Scored(
@@ -451,5 +494,5 @@ class HtmlValidationEvaluator(Evaluator):
         rejected = ", ".join(f"<{t}> x{n}" for t, n in scan.rejected.most_common(5))
         reasoning = f"{scan.accepted} of {scan.total} elements accepted"
         reasoning += f" (rejected: {rejected})" if rejected else ""
-        reasoning += f", threshold: {self.threshold:.4f}."
+        reasoning += f", threshold: {self.threshold:.4f}.{hint}"
         return Scored(score=score, reasoning=reasoning, details=details)

@@ -5,7 +5,18 @@
   the output (3 of 4 gives 0.75); fixed pass mark 0.9.
 - ``regex``: the pattern (validated at construction, a :class:`~ragmetrics.errors.ConfigError` when
   invalid) must match somewhere in the output. Patterns come from config files, so matching runs under
-  the ``regex`` package's ``timeout``: a catastrophic pattern ends as a ``timeout`` result, never a hang.
+  the ``regex`` package's ``timeout`` on a worker thread (the GIL released): a catastrophic pattern
+  ends as a ``timeout`` result, never a hang. Compiling is bounded too: the ``regex`` package unrolls
+  the *minimum* count of every repetition when it compiles (``a{1000000}`` costs 0.6 s and 270 MB,
+  ``a{1000000000}`` exhausts memory), so before compiling, the pattern is read with the package's own
+  parser and refused with a ``ConfigError`` when it is longer than :data:`MAX_REGEX_CHARS` characters
+  or its size with repetitions multiplied out (every item times the minimum counts of the repetitions
+  around it: ``(?:a{1000}){1000}`` is 1,000,000) exceeds :data:`MAX_REGEX_SIZE`. Upper bounds cost
+  nothing to compile (``.{0,5000}`` and ``a{0,1000000000}`` are accepted); their matching is what the
+  timeout caps. The costliest accepted patterns found compile in under 0.5 s and 130 MB. Matching
+  memory grows with the output (``^(?:a|ab|b)*$`` on 10 MB exhausted 4 GB) and with each capture
+  group, so outputs over ``max_chars`` (1,000,000), or over 4,000,000 / (1 + capture groups)
+  characters, are ``invalid_input`` instead of matched: at most ~160 MB measured.
 - ``levenshtein``: ``1 - normalised edit distance`` (distance / length of the longer string) on the
   trimmed strings, as ``rapidfuzz`` computes it.
 - ``f1``: F1 over the *unique* whitespace-separated tokens of each side (set overlap, no bag counts).
@@ -15,6 +26,8 @@ Case-insensitive comparison uses ``str.casefold``.
 
 from __future__ import annotations
 
+import importlib
+import re
 from typing import Any
 
 import regex
@@ -40,6 +53,16 @@ __all__ = [
 
 BINARY_PASS_MARK = 1.0
 """Pass mark of the pass-or-fail evaluators."""
+REGEX_MAX_CHARS = 1_000_000
+"""Default longest output ``regex`` matches (its backtracking state: ~50-160 bytes a character)."""
+REGEX_GROUP_BUDGET = 4_000_000
+"""Output characters times (1 + capture groups) that ``regex`` matches at most (~150 MB measured)."""
+MAX_REGEX_CHARS = 10_000
+"""Longest ``regex`` pattern accepted, in characters (the package's parser takes ~10 us a character)."""
+MAX_REGEX_SIZE = 100_000
+"""Largest ``regex`` pattern accepted, in items (characters, classes, anchors, ...) once counted
+repetitions are multiplied out by their minimum counts: ``a{100000}`` is 100,000 items and compiles in
+~0.1 s and ~30 MB; an item costs the compiler up to ~4 us and ~1 KB."""
 
 _normalized_distance = Levenshtein.normalized_distance
 
@@ -124,6 +147,79 @@ class ContainsEvaluator(Evaluator):
 # -- regex -----------------------------------------------------------------------------------------
 
 
+def _unrolled_size(pattern: str, flags: int) -> int | None:
+    """``pattern``'s size with every item multiplied by the minimum counts of the repetitions around it.
+
+    Read with the ``regex`` package's own parser (a private module, used read-only), so every syntax
+    it knows counts; parsing allocates one node per repetition, whatever its count. Returns None when
+    the pattern does not parse: ``regex.compile`` then reports why. Stops counting past the limit.
+    """
+    try:
+        core: Any = importlib.import_module("regex._regex_core")
+        source = core.Source(pattern)
+        global_flags = flags
+        for _ in range(8):  # a global inline flag ((?x) in version 0) restarts the parse, as in regex
+            info = core.Info(global_flags, source.char_type, {})
+            source.ignore_space = bool(info.flags & regex.VERBOSE)
+            try:
+                parsed = core._parse_pattern(source, info)
+                break
+            except core._UnscopedFlagSet:
+                global_flags = info.global_flags
+                source = core.Source(pattern)
+        else:
+            return None
+        node_type, repeat_type, string_type = core.RegexBase, core.GreedyRepeat, core.String
+    except (regex.error, RecursionError, ValueError, OverflowError):
+        return None
+    except (ImportError, AttributeError, TypeError):  # the private parser changed: bound from the text
+        return _textual_bound(pattern)
+    total = 0  # leaves (characters, classes, anchors, ...) times the repetitions around them
+    stack: list[tuple[Any, int]] = [(parsed, 1)]
+    while stack and total <= MAX_REGEX_SIZE:
+        node, weight = stack.pop()
+        if isinstance(node, repeat_type):  # lazy and possessive repeats are subclasses
+            weight *= max(1, node.min_count)
+        children = [
+            item
+            for value in vars(node).values()
+            for item in (value if isinstance(value, (list, tuple)) else (value,))
+            if isinstance(item, node_type)
+        ]
+        if children:
+            stack.extend((child, weight) for child in children)
+        else:
+            total += weight * (max(1, len(node.characters)) if isinstance(node, string_type) else 1)
+    return total
+
+
+def _textual_bound(pattern: str) -> int:
+    # An upper bound without a parser: every character times every count written in the pattern.
+    bound = len(pattern)
+    for count in re.findall(r"\{\s*(\d+)", pattern):
+        bound *= max(1, int(count[:12]))
+        if bound > MAX_REGEX_SIZE:
+            break
+    return bound
+
+
+def _check_pattern_size(pattern: str, flags: int) -> None:
+    shown = shorten(pattern, 120)
+    if len(pattern) > MAX_REGEX_CHARS:
+        raise ConfigError(
+            f"regex: pattern {shown!r} is {len(pattern):,} characters long, over the limit of "
+            f"{MAX_REGEX_CHARS:,}; use a shorter pattern (or several evaluators)"
+        )
+    size = _unrolled_size(pattern, flags)
+    if size is not None and size > MAX_REGEX_SIZE:
+        raise ConfigError(
+            f"regex: pattern {shown!r} repeats too much to compile safely: with its repetitions "
+            f"multiplied out by their minimum counts it has over {MAX_REGEX_SIZE:,} items (the limit; "
+            "(?:a{1000}){1000} has 1,000,000). Lower the minimum counts (a{0,N} and a* cost nothing), "
+            "or check lengths with a shorter pattern"
+        )
+
+
 class RegexMatchEvaluator(Evaluator):
     """The output must match a regular expression (anywhere; anchor it with ``^...$`` for all of it).
 
@@ -132,12 +228,17 @@ class RegexMatchEvaluator(Evaluator):
         case_sensitive: Whether matching keeps letter case (default: ignore case).
         negate: Pass when the pattern does *not* match.
         timeout: Seconds a single match may take before it is abandoned (default 1.0).
+        max_chars: Longest output matched (default 1,000,000); longer ones are ``invalid_input``. The
+            regex package's backtracking state grows with the output, and with every capture group
+            (it keeps each capture of a repeated group), so the limit is divided by one plus the
+            number of capture groups beyond :data:`REGEX_GROUP_BUDGET` character-groups.
 
     Raises:
         ConfigError: The pattern does not compile, or an option is invalid.
     """
 
     name = "regex"
+    _inline_chars = -1  # always on a worker thread: even a short output can backtrack until the timeout
 
     def __init__(
         self,
@@ -146,13 +247,17 @@ class RegexMatchEvaluator(Evaluator):
         case_sensitive: bool = False,
         negate: bool = False,
         timeout: float = 1.0,
+        max_chars: int = REGEX_MAX_CHARS,
     ) -> None:
         super().__init__(threshold=BINARY_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
         if not isinstance(pattern, str):
             raise ConfigError(f"regex: pattern must be a string, got {type(pattern).__name__} {pattern!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
             raise ConfigError(f"regex: timeout must be a number of seconds in (0, 60], got {timeout!r}")
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+            raise ConfigError(f"regex: max_chars must be an integer >= 1, got {max_chars!r}")
         flags = 0 if case_sensitive else regex.IGNORECASE
+        _check_pattern_size(pattern, flags)
         try:
             self._compiled = regex.compile(pattern, flags)
         except regex.error as exc:
@@ -164,14 +269,42 @@ class RegexMatchEvaluator(Evaluator):
             raise ConfigError(f"regex: invalid pattern {shorten(pattern, 120)!r}: {exc}") from exc
         self.pattern = pattern
         self.timeout = float(timeout)
+        self.max_chars = max_chars
+        groups = self._compiled.groups
+        self._longest = min(max_chars, REGEX_GROUP_BUDGET // (groups + 1))
+        self._why_longest = (
+            f"max_chars {max_chars:,}"
+            if self._longest == max_chars
+            else f"{REGEX_GROUP_BUDGET:,} characters / (1 + {groups} capture groups); use (?:...) "
+            "for groups that need not capture"
+        )
 
     def _options(self) -> dict[str, object]:
-        return {"pattern": self.pattern, **super()._options(), "timeout": self.timeout}
+        return {
+            "pattern": self.pattern,
+            **super()._options(),
+            "timeout": self.timeout,
+            "max_chars": self.max_chars,
+        }
 
-    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+    def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         shown = shorten(self.pattern, 80)
-        try:
-            match = self._compiled.search(prediction, timeout=self.timeout)
+        if len(prediction) > self._longest:
+            return Scored(
+                score=None,
+                status="invalid_input",
+                message=f"regex: the output is {len(prediction):,} characters, over the limit of "
+                f"{self._longest:,} for pattern {shown!r} ({self._why_longest}); not matched",
+            )
+        try:  # concurrent: the GIL is released while matching, so other threads (the loop) run
+            match = self._compiled.search(prediction, timeout=self.timeout, concurrent=True)
+        except MemoryError:  # only under a process memory limit: the limits above keep it rare
+            return Scored(
+                score=None,
+                status="invalid_input",
+                message=f"regex: matching {shown!r} on a {len(prediction):,}-character output ran out "
+                "of memory; simplify the pattern (fewer capture groups and alternations) or lower max_chars",
+            )
         except TimeoutError:
             return Scored(
                 score=None,
@@ -223,7 +356,7 @@ class LevenshteinEvaluator(GradedEvaluator):
 
     name = "levenshtein"
 
-    async def _score(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
+    def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         score, distance, longest = _levenshtein(prediction, reference, self.case_sensitive)
         return Scored(
             score=score,
