@@ -88,9 +88,15 @@ def check_flag(value: object, option: str, owner: str) -> bool:
 
 
 def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None) -> Scored:
-    """A judge (or embedding provider) failure as a result without a score: status and message."""
+    """A judge (or embedding provider) failure as a result without a score: status, message, usage spent."""
     status = exc.status if exc.status in STATUSES else "provider_error"
-    return Scored(score=None, status=status, message=str(exc), judge=judge)  # type: ignore[arg-type]
+    return Scored(
+        score=None,
+        status=status,  # type: ignore[arg-type]
+        message=str(exc),
+        judge=judge,
+        usage=exc.usage,
+    )
 
 
 def _check_text(value: object, field_name: str, owner: str) -> str:
