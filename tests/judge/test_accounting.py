@@ -101,6 +101,24 @@ async def test_a_request_that_succeeds_counts_every_attempt(srv: FakeLLMServer, 
     assert usage.requests == 1
 
 
+async def test_anthropic_attempts_are_counted_the_same_way(srv: FakeLLMServer, monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    srv.enqueue(
+        FakeReply(status=529, retry_after=0), FakeReply(invalid=True), FakeReply(truncate=True), FakeReply()
+    )
+    judge = make_judge(f"anthropic:claude-haiku-4-5@{srv.anthropic_base_url}", max_tokens=400, **FAST)
+    reply = await judge.complete(extract())
+    await judge.aclose()
+    usage = reply.usage
+    assert (usage.calls, usage.reasks, usage.retries, usage.unmetered) == (4, 1, 2, 1)
+    assert usage.calls == srv.calls.total() and usage.prompt_tokens == srv.prompt_tokens
+    assert usage.completion_tokens == srv.completion_tokens
+    prices = load_prices()
+    assert usage.cost_usd == pytest.approx(
+        cost_usd(prices, "anthropic", "claude-haiku-4-5", srv.prompt_tokens, srv.completion_tokens)
+    )
+
+
 async def test_a_request_that_fails_carries_what_it_cost(srv: FakeLLMServer) -> None:
     srv.on("claims.extract", FakeReply(invalid=True))
     judge = make_judge(spec(srv), reasks=2, **FAST)
