@@ -19,10 +19,7 @@ the adapters that call the SDKs (``raise ... from exc``); nothing above the judg
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ragmetrics.score import Usage
+from typing import Any
 
 __all__ = [
     "CacheError",
@@ -98,7 +95,8 @@ class JudgeError(RagMetricsError):
         status: The result status this failure maps to: ``rate_limited``, ``timeout``,
             ``provider_error``, ``judge_output_invalid`` or ``truncated``.
         http_status: The last HTTP status code, when there was one.
-        usage: What the failed call cost (calls, tokens, USD); a :class:`~ragmetrics.score.Usage`.
+        usage: What the failed call cost (calls, tokens, USD): a :class:`~ragmetrics.score.Usage`, or
+            None when unknown (read it with :func:`ragmetrics.score.spent_by`, which gives zero usage).
     """
 
     def __init__(
@@ -112,10 +110,8 @@ class JudgeError(RagMetricsError):
         status: str = "provider_error",
         http_status: int | None = None,
         hint: str | None = None,
-        usage: Usage | None = None,
+        usage: Any = None,
     ) -> None:
-        from ragmetrics.score import Usage
-
         self.provider = provider
         self.model = model
         self.attempts = attempts
@@ -123,7 +119,7 @@ class JudgeError(RagMetricsError):
         self.status = status
         self.http_status = http_status
         self.hint = hint
-        self.usage = usage if usage is not None else Usage()
+        self.usage = usage
         who = f"{provider}:{model}" if provider else "judge"
         tries = f" after {attempts} HTTP attempt{'s' if attempts != 1 else ''}" if attempts else ""
         if reasks:
@@ -133,7 +129,7 @@ class JudgeError(RagMetricsError):
         self.detail = message
         super().__init__(f"{who} failed{tries}{code}: {shorten(message, 400)}.{tail}")
 
-    def with_usage(self, usage: Usage) -> JudgeError:
+    def with_usage(self, usage: Any) -> JudgeError:
         """A copy of this error carrying ``usage`` instead (for a request that only joined this call)."""
         clone = type(self).__new__(type(self))
         clone.__dict__.update(self.__dict__)

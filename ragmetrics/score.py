@@ -19,6 +19,7 @@ __all__ = [
     "Status",
     "Usage",
     "Verdict",
+    "spent_by",
 ]
 
 Status = Literal[
@@ -95,6 +96,12 @@ class Usage(BaseModel):
         elif self.unmetered:
             text += f" ({self.unmetered} unmetered)"
         return text
+
+
+def spent_by(exc: BaseException) -> Usage:
+    """What a failed call cost: a :class:`~ragmetrics.errors.JudgeError`'s usage, else zero usage."""
+    usage = getattr(exc, "usage", None)
+    return usage if isinstance(usage, Usage) else Usage()
 
 
 class JudgeInfo(BaseModel):

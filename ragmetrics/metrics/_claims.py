@@ -31,7 +31,7 @@ from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification, Veri
 from ragmetrics.metrics.base import check_threshold, passed_at
 from ragmetrics.prompting import load_prompt, numbered_blocks, render
 from ragmetrics.sample import Sample
-from ragmetrics.score import ClaimRecord, MetricResult, Usage
+from ragmetrics.score import ClaimRecord, MetricResult, Usage, spent_by
 
 __all__ = ["ClaimMetric", "ClaimsOutcome", "VerifiedClaimMetric", "quote_found"]
 
@@ -222,7 +222,7 @@ async def run_claims(
         raise
     failures = [a for a in answers if isinstance(a, BaseException)]
     for answer in answers:
-        usage = usage + (answer.usage if isinstance(answer, (JudgeReply, JudgeError)) else Usage())
+        usage = usage + (answer.usage if isinstance(answer, JudgeReply) else spent_by(answer))
     if failures:
         first = failures[0]
         raise first.with_usage(usage) if isinstance(first, JudgeError) else first
@@ -362,7 +362,7 @@ class ClaimMetric(JudgeHolder):
                 repeat=repeat,
             )
         except JudgeError as exc:  # what the failed calls cost stays on the result
-            return self._result(None, started, status=exc.status, message=str(exc), usage=exc.usage)
+            return self._result(None, started, status=exc.status, message=str(exc), usage=spent_by(exc))
         return self._finish(sample, outcome, started)
 
     # -- for subclasses -----------------------------------------------------------------------------

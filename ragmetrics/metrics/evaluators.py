@@ -30,7 +30,7 @@ from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError
 from ragmetrics.metrics.base import check_threshold
 from ragmetrics.sample import Sample
-from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage
+from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage, spent_by
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -95,7 +95,7 @@ def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None) -> Scored:
         status=status,  # type: ignore[arg-type]
         message=str(exc),
         judge=judge,
-        usage=exc.usage,
+        usage=spent_by(exc),
     )
 
 

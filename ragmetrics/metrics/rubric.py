@@ -43,7 +43,7 @@ from ragmetrics.metrics._rubric_schemas import (
 )
 from ragmetrics.metrics.evaluators import Evaluator, Scored, judge_failure, package_version
 from ragmetrics.prompting import Prompt, Raw, escape, load_prompt, numbered_blocks, render
-from ragmetrics.score import MetricResult, Usage
+from ragmetrics.score import MetricResult, Usage, spent_by
 
 __all__ = [
     "EvaluationSteps",
@@ -449,7 +449,11 @@ class GEvalEvaluator(_JudgedEvaluator):
         except JudgeError as exc:
             failed = judge_failure(exc, info)
             return Scored(
-                score=None, status=failed.status, message=failed.message, usage=usage + exc.usage, judge=info
+                score=None,
+                status=failed.status,
+                message=failed.message,
+                usage=usage + spent_by(exc),
+                judge=info,
             )
         usage = usage + reply.usage
         value: GEvalGrade = reply.value  # type: ignore[assignment]

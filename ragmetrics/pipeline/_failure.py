@@ -13,7 +13,7 @@ import traceback as tb
 
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError, RagMetricsError, shorten
 from ragmetrics.pipeline.report import ErrorRecord
-from ragmetrics.score import Usage
+from ragmetrics.score import spent_by
 
 __all__ = ["BudgetExceededError", "SampleTimeoutError", "failure_record"]
 
@@ -53,7 +53,7 @@ def failure_record(exc: BaseException, *, metric: str | None = None, row: int | 
     if status == "error" and metric is not None:
         message = f"metric '{metric}' raised {type(exc).__name__}: {shorten(message, 500)}"
     return ErrorRecord(
-        usage=exc.usage if isinstance(exc, JudgeError) else Usage(),
+        usage=spent_by(exc),
         metric=metric,
         status=status,
         message=message,
