@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ragmetrics._cli_args import count, non_negative_float, output_problem, positive_int, unit_float
+from ragmetrics._cli_args import (
+    count,
+    non_negative_float,
+    output_problem,
+    positive_float,
+    positive_int,
+    unit_float,
+)
 from ragmetrics._terminal import printable
 
 __all__ = ["add_estimate_command", "add_eval_command", "cmd_estimate", "cmd_eval"]
@@ -91,6 +98,12 @@ def add_eval_command(commands: Any) -> None:
     )
     parser.add_argument(
         "--max-cost", type=non_negative_float, metavar="USD", help="stop launching samples past this cost"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        metavar="S",
+        help="seconds to wait for each judge reply (default 60; raise it for slow local models)",
     )
     parser.add_argument(
         "--threshold",
@@ -172,7 +185,9 @@ def _metrics(
 ) -> list[Any]:
     from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
 
-    options = {"max_concurrency": judge_concurrency} if judge_concurrency is not None else {}
+    options: dict[str, Any] = {"max_concurrency": judge_concurrency} if judge_concurrency is not None else {}
+    if getattr(args, "timeout", None) is not None:
+        options["timeout_s"] = args.timeout
     names = [n.strip() for n in args.metrics.split(",") if n.strip()]
     if not names:
         raise _UsageError("--metrics: give at least one metric name")
@@ -345,7 +360,7 @@ def _eval(args: argparse.Namespace) -> int:
         usage = stats.usage
         tokens = usage.prompt_tokens + usage.completion_tokens
         _say(
-            f"\n{stats.samples} samples, {usage.calls} LLM calls, {tokens} "
+            f"\n{stats.samples} samples, {usage.describe()}, {tokens} "
             f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s"
         )
         worst = _worst(results, args.worst)
