@@ -283,6 +283,15 @@ def _pieces(answer: str) -> tuple[list[_Piece], int]:
     return out, refusals
 
 
+def states_facts(answer: str) -> bool:
+    """Whether the answer plainly asserts something: the splitter finds at least one claim in it.
+
+    Refusals, "I don't know", greetings and filler assert nothing; a judge that returns no claims for
+    an answer that does is failing, not finding a perfect answer.
+    """
+    return bool(_pieces(answer)[0])
+
+
 def _extract(question: str | None, answer: str) -> dict[str, Any]:
     pieces, refusals = _pieces(answer)
     q_stems = set(_content(question or ""))
