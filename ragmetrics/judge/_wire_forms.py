@@ -31,14 +31,24 @@ _REJECTS: Mapping[str, tuple[str, ...]] = {
 }
 """Words in a 400/422 error that say the server does not take this form."""
 
+_NAMES: Mapping[str, str] = {"tools": "tool", "json_schema": "json_schema", "json_object_schema": "schema"}
+"""What a 500 must name to count as a rejection: llama-cpp-python's server answers a request body that
+fails its validation (``response_format`` type ``json_schema``) with HTTP 500, not 400."""
 
-def next_form(form: str, error: str) -> str | None:
-    """The form to try after a server rejected ``form`` with ``error``; None when the error is not that."""
-    words = _REJECTS.get(form, ())
+
+def next_form(form: str, status: int, error: str) -> str | None:
+    """The form to try after a server rejected ``form`` with HTTP ``status`` and ``error``.
+
+    None when the error does not say the form was rejected (it is then handled like any other).
+    """
     text = error.lower()
-    if not any(w in text for w in words):
-        return None
-    return _ORDER[_ORDER.index(form) + 1]
+    if status in (400, 422):
+        rejected = any(w in text for w in _REJECTS.get(form, ()))
+    elif status == 500:
+        rejected = form in _NAMES and _NAMES[form] in text and ("validation" in text or "literal" in text)
+    else:
+        rejected = False
+    return _ORDER[_ORDER.index(form) + 1] if rejected else None
 
 
 @functools.lru_cache(maxsize=256)

@@ -10,7 +10,8 @@ with ``strict: true``; ``response_format`` ``json_schema`` with ``strict: true``
 builds the request for its nearest mode and parses the reply; the strict tool or ``response_format``
 is then set through the SDK's ``extra_body``, which overrides the keys instructor wrote (instructor
 1.x sends no ``strict`` flag of its own). ``mode="auto"`` starts with tools and, when a server rejects
-a form (HTTP 400/422 naming it), moves to the next form and remembers it for that server.
+a form (HTTP 400/422 naming it, or llama-cpp-python's 500 for a body that fails its validation),
+moves to the next form and remembers it for this judge (that is, for its server).
 
 No validation ``context`` is ever passed to instructor: with one, instructor renders every message as
 a Jinja2 template, and sample text must stay data.
@@ -36,14 +37,9 @@ class OpenAIJudge(ProviderJudge):
     def __init__(self, settings: JudgeSettings, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
         self._api_key = api_key_for(settings)  # raises ConfigError naming the variable
-        self._server = settings.base_url or "https://api.openai.com/v1"
-
-    @property
-    def _mode(self) -> str:
-        """The wire form of the next call: forced, or what auto last found to work on this server."""
-        if self.settings.mode != "auto":
-            return self.settings.mode
-        return _SERVER_FORMS.get(self._server, "tools")
+        self._mode: str = "tools" if settings.mode == "auto" else settings.mode
+        """The wire form of the next call: forced, or what auto found this judge's server to accept
+        (a judge talks to one server; metrics and pipelines with equal judge settings share a judge)."""
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIJudge({self.info.spec!r}, mode={self._mode!r})"
@@ -84,7 +80,7 @@ class OpenAIJudge(ProviderJudge):
         except Exception as exc:
             fallback = self._fallback(form, exc)
             if fallback is not None:
-                _SERVER_FORMS[self._server] = fallback
+                self._mode = fallback
                 return await self._call(client, request, max_tokens)
             raise
         prompt, completion_tokens = total_tokens(value, completion)
@@ -98,9 +94,9 @@ class OpenAIJudge(ProviderJudge):
         import openai
 
         cause = exc if isinstance(exc, openai.APIStatusError) else exc.__cause__
-        if not isinstance(cause, openai.APIStatusError) or cause.status_code not in (400, 422):
+        if not isinstance(cause, openai.APIStatusError):
             return None
-        return next_form(form, f"{cause} {getattr(cause, 'body', '')}")
+        return next_form(form, cause.status_code, f"{cause} {getattr(cause, 'body', '')}")
 
     def _classify(self, exc: BaseException) -> Failure | None:
         import openai
@@ -117,10 +113,6 @@ class OpenAIJudge(ProviderJudge):
             },
             text=_error_text,
         )
-
-
-_SERVER_FORMS: dict[str, str] = {}
-"""Base URL -> the wire form that auto mode found the server to accept (process-wide)."""
 
 
 def _error_text(exc: Any) -> str:
