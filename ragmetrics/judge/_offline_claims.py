@@ -286,10 +286,14 @@ def _pieces(answer: str) -> tuple[list[_Piece], int]:
 def states_facts(answer: str) -> bool:
     """Whether the answer plainly asserts something: the splitter finds at least one claim in it.
 
-    Refusals, "I don't know", greetings and filler assert nothing; a judge that returns no claims for
-    an answer that does is failing, not finding a perfect answer.
+    Refusals, "I don't know", greetings, filler and questions ("How can I help?") assert nothing; a
+    judge that returns no claims for an answer that does is failing, not finding a perfect answer.
+    Every piece this counts is one the offline judge extracts, so the offline judge always agrees.
     """
-    return bool(_pieces(answer)[0])
+    return any(
+        not piece.text.rstrip().endswith("?") and not answer[piece.end : piece.end + 3].lstrip().startswith("?")
+        for piece in _pieces(answer)[0]
+    )
 
 
 def _extract(question: str | None, answer: str) -> dict[str, Any]:

@@ -80,11 +80,15 @@ def test_verification_schema_has_one_required_slot_per_claim_and_an_enum_of_cont
     assert verify.schema == "ClaimVerification" and extract.schema == "ClaimExtraction"
 
 
+@pytest.mark.parametrize(
+    "answer", ["I don't know.", "Hello! How can I help?", "Sorry, I cannot answer that."]
+)
 def test_an_answer_that_asserts_nothing_gets_no_min_items_and_stays_no_claims(
-    fake_llm_server: FakeLLMServer, spec: str
+    fake_llm_server: FakeLLMServer, spec: str, answer: str
 ) -> None:
+    fake_llm_server.on("claims.extract", FakeReply(json={"claims": [], "addresses_question": "no"}))
     result = FaithfulnessMetric(llm=spec, cache=False).evaluate_sync(
-        question=Q, answer="I don't know.", contexts=CONTEXTS
+        question=Q, answer=answer, contexts=CONTEXTS
     )
     assert (result.status, result.score) == ("no_claims", 1.0)
     (extract,) = fake_llm_server.requests
@@ -208,3 +212,22 @@ def test_no_claims_then_claims_after_the_reask_scores(
     )
     assert result.status == "ok" and result.score == pytest.approx(1.0)
     assert result.usage.calls == 3 and fake_llm_server.calls.total() == 3
+
+
+def test_per_shape_schemas_are_cached_apart_and_survive_instructor_wrapping() -> None:
+    from ragmetrics.judge._instructor import prepared
+    from ragmetrics.metrics._schemas import ClaimVerification, verification_model
+
+    two, three = verification_model(2, 1), verification_model(3, 4)
+    assert verification_model(2, 1) is two, "one class per shape"
+    assert two.__name__ == three.__name__ == "ClaimVerification"
+    assert two.model_json_schema()["properties"]["verdicts"]["required"] == ["0", "1"]
+    assert three.model_json_schema()["properties"]["verdicts"]["required"] == ["0", "1", "2"]
+    assert prepared(three).model_json_schema() == three.model_json_schema()
+    assert ClaimVerification.model_json_schema()["properties"]["verdicts"]["type"] == "array"
+    with pytest.raises(ValueError, match="no verdict for claim"):
+        three.model_validate({"verdicts": {"0": {"verdict": "supported", "context": 3}}})
+    with pytest.raises(ValueError, match="context index 4"):
+        three.model_validate(
+            {"verdicts": [{"claim": i, "verdict": "supported", "context": 4} for i in range(3)]}
+        )
