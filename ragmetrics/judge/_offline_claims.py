@@ -290,10 +290,12 @@ def states_facts(answer: str) -> bool:
     judge that returns no claims for an answer that does is failing, not finding a perfect answer.
     Every piece this counts is one the offline judge extracts, so the offline judge always agrees.
     """
-    return any(
-        not piece.text.rstrip().endswith("?") and not answer[piece.end : piece.end + 3].lstrip().startswith("?")
-        for piece in _pieces(answer)[0]
-    )
+    return any(not _asks(answer, piece) for piece in _pieces(answer)[0])
+
+
+def _asks(answer: str, piece: _Piece) -> bool:
+    """Whether the piece is (the end of) a question."""
+    return piece.text.rstrip().endswith("?") or answer[piece.end : piece.end + 3].lstrip().startswith("?")
 
 
 def _extract(question: str | None, answer: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 Each form names the instructor mode that builds the request and parses the reply, plus what the SDK's
 ``extra_body`` sets on top: the tool or ``response_format`` with the schema in strict form. Strict
 mode needs every property required, ``additionalProperties: false`` and no defaults, which
-:func:`ragmetrics.metrics._schemas.strict_schema` ensures for any pydantic model.
+:func:`strict_schema` ensures for any pydantic model's JSON schema.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FORMS", "next_form", "wire_body"]
+__all__ = ["FORMS", "next_form", "strict_schema", "wire_body"]
 
 FORMS: Mapping[str, str] = {
     "tools": "TOOLS",
@@ -51,14 +51,38 @@ def next_form(form: str, status: int, error: str) -> str | None:
     return _ORDER[_ORDER.index(form) + 1] if rejected else None
 
 
+def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` as strict structured output accepts it.
+
+    Local ``$ref``s are inlined, defaults dropped, and every object closed
+    (``additionalProperties: false``) with all of its properties required.
+    Pure and idempotent; the input is not modified.
+    """
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any, *, names: bool = False) -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        if names:  # the mapping under "properties": keys are field names, values are schemas
+            return {k: walk(v) for k, v in node.items()}
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+            return walk({**defs[ref[8:]], **{k: v for k, v in node.items() if k != "$ref"}})
+        kept = {k: v for k, v in node.items() if k not in ("default", "$defs")}
+        out = {k: walk(v, names=(k == "properties")) for k, v in kept.items()}
+        if isinstance(out.get("properties"), dict):
+            out["required"] = list(out["properties"])
+            out["additionalProperties"] = False
+        return out
+
+    return walk(dict(schema))  # type: ignore[no-any-return]
+
+
 @functools.lru_cache(maxsize=256)
 def _schema(model: Any) -> dict[str, Any]:
-    from ragmetrics.metrics._schemas import strict_schema
-
-    schema = strict_schema(model.model_json_schema())
-    schema.pop("title", None)
-    schema.pop("description", None)
-    return schema
+    return strict_schema(model.model_json_schema())  # its title names the task in forms with no name
 
 
 def wire_body(form: str, model: Any) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from ragmetrics.judge._wire_forms import strict_schema
+
 __all__ = [
     "ClaimExtraction",
     "ClaimVerification",
@@ -30,7 +32,6 @@ __all__ = [
     "LeanSchema",
     "VerifiedClaim",
     "extraction_model",
-    "strict_schema",
     "verification_model",
 ]
 
@@ -46,35 +47,6 @@ def _strip(node: Any, *, names: bool = False) -> Any:
     if isinstance(node, list):
         return [_strip(v) for v in node]
     return node
-
-
-def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` as strict structured output accepts it.
-
-    Local ``$ref``s are inlined, defaults dropped, and every object closed
-    (``additionalProperties: false``) with all of its properties required.
-    Pure and idempotent; the input is not modified.
-    """
-    defs = schema.get("$defs", {})
-
-    def walk(node: Any, *, names: bool = False) -> Any:
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        if names:  # the mapping under "properties": keys are field names, values are schemas
-            return {k: walk(v) for k, v in node.items()}
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
-            return walk({**defs[ref[8:]], **{k: v for k, v in node.items() if k != "$ref"}})
-        kept = {k: v for k, v in node.items() if k not in ("default", "$defs")}
-        out = {k: walk(v, names=(k == "properties")) for k, v in kept.items()}
-        if isinstance(out.get("properties"), dict):
-            out["required"] = list(out["properties"])
-            out["additionalProperties"] = False
-        return out
-
-    return walk(dict(schema))  # type: ignore[no-any-return]
 
 
 _SCHEMAS: dict[tuple[Any, ...], dict[str, Any]] = {}
