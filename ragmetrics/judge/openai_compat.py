@@ -89,18 +89,21 @@ class OpenAIJudge(ProviderJudge):
 
     def _fallback(self, form: str, exc: BaseException) -> str | None:
         """The next wire form to try when the server rejected ``form`` (auto mode only), else None."""
-        if self.settings.mode != "auto":
-            return None
-        import openai
-
-        cause = exc if isinstance(exc, openai.APIStatusError) else exc.__cause__
-        if not isinstance(cause, openai.APIStatusError):
-            return None
-        return next_form(form, cause.status_code, f"{cause} {getattr(cause, 'body', '')}")
+        return _rejected(form, exc) if self.settings.mode == "auto" else None
 
     def _classify(self, exc: BaseException) -> Failure | None:
         import openai
 
+        if self.settings.mode != "auto" and _rejected(self.settings.mode, exc) is not None:
+            # a forced form the server refuses will be refused again (llama.cpp says so with a 500)
+            refusal = _status(exc)
+            return Failure(
+                status="provider_error",
+                transient=False,
+                message=f"the server does not accept mode={self.settings.mode!r}: {_error_text(refusal)}",
+                http_status=refusal.status_code,
+                hint="use mode='auto' to detect what the server takes (llama-cpp-python: json_object_schema)",
+            )
         return classify_call_error(
             exc,
             openai,
@@ -113,6 +116,22 @@ class OpenAIJudge(ProviderJudge):
             },
             text=_error_text,
         )
+
+
+def _status(exc: BaseException) -> Any:
+    """The SDK's status error behind ``exc`` (instructor may wrap it), or None."""
+    import openai
+
+    cause = exc if isinstance(exc, openai.APIStatusError) else exc.__cause__
+    return cause if isinstance(cause, openai.APIStatusError) else None
+
+
+def _rejected(form: str, exc: BaseException) -> str | None:
+    """The next form to try if ``exc`` says the server rejected ``form``, else None."""
+    cause = _status(exc)
+    if cause is None:
+        return None
+    return next_form(form, cause.status_code, f"{cause} {getattr(cause, 'body', '')}")
 
 
 def _error_text(exc: Any) -> str:

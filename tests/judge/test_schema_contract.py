@@ -6,6 +6,7 @@ bodies the server recorded.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -231,3 +232,33 @@ def test_per_shape_schemas_are_cached_apart_and_survive_instructor_wrapping() ->
         three.model_validate(
             {"verdicts": [{"claim": i, "verdict": "supported", "context": 4} for i in range(3)]}
         )
+
+
+@pytest.fixture
+def llama_cpp(dummy_keys) -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(answer="schema", dialect="llama-cpp") as server:
+        yield server
+
+
+async def test_llama_cpp_dialect_auto_mode_lands_on_json_object_schema(llama_cpp: FakeLLMServer) -> None:
+    # llama-cpp-python takes a named tool too; refuse it here to walk the whole chain on its real errors
+    llama_cpp.on(lambda r: "tools" in r.body, FakeReply(status=400, message="tools are not supported"))
+    metric = FaithfulnessMetric(llm=f"openai:smollm2@{llama_cpp.openai_base_url}", cache=False, **FAST)
+    first = await metric.evaluate(question=Q, answer=A, contexts=CONTEXTS)
+    second = await metric.evaluate(question="Where is Lyon?", answer="Lyon is in France.", contexts=CONTEXTS)
+    await metric.judge.aclose()
+    assert first.status == second.status == "ok", (first.message, second.message)
+    assert [r.mode for r in llama_cpp.requests] == ["tools", "json_schema"] + ["json_object"] * 4
+    assert [r.source for r in llama_cpp.requests[:2]] == ["rule", "dialect"]
+    assert second.usage.calls == 2, "after detection, 2 calls per sample"
+
+
+def test_a_forced_form_the_server_refuses_fails_at_once_with_a_hint(llama_cpp: FakeLLMServer) -> None:
+    metric = FaithfulnessMetric(
+        llm=f"openai:smollm2@{llama_cpp.openai_base_url}", cache=False, mode="json_schema", **FAST
+    )
+    result = metric.evaluate_sync(question=Q, answer=A, contexts=CONTEXTS)
+    assert result.status == "provider_error" and result.score is None
+    assert "does not accept mode='json_schema'" in (result.message or "")
+    assert "json_object_schema" in (result.message or "")
+    assert llama_cpp.calls.total() == 1, "not retried: the same form would be refused again"
