@@ -194,8 +194,9 @@ class ClaimVerification(LeanSchema):
             },
         }
         keys = [str(i) for i in range(n_claims)]
-        schema["properties"]["verdicts"] = {"type": "object", "properties": dict.fromkeys(keys, slot)}
-        schema.pop("$defs", None)
+        ref = {"$ref": "#/$defs/Verdict"}  # the slot is defined once: the schema travels as prompt tokens
+        schema["properties"]["verdicts"] = {"type": "object", "properties": {k: dict(ref) for k in keys}}
+        schema["$defs"] = {"Verdict": slot}
         return schema
 
     @model_validator(mode="before")
