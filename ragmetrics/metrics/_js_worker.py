@@ -23,7 +23,6 @@ QuickJS only as ASCII JSON text (the binding crashes on lone surrogates) and lea
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -250,7 +249,6 @@ def main() -> None:
             reply = {"kind": "internal", "error": f"{type(exc).__name__}: {exc}"}
         finally:
             _uncap()
-        gc.collect()
         _send(stdout, reply)
 
 
