@@ -209,7 +209,10 @@ class JsPool:
 
     def run(self, request: dict[str, Any]) -> JsOutcome:
         """Run ``request`` in a worker and wait for it (at most its ``timeout`` plus :data:`GRACE_S`)."""
-        body = json.dumps(request).encode("ascii")  # ASCII JSON keeps lone surrogates intact
+        output = request.get("output", "")
+        if len(output) > request["memory_bytes"]:  # QuickJS needs at least a byte per character
+            return JsOutcome(kind="memory", error=f"the output ({len(output)} characters) cannot fit")
+        body = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass")
         try:
             worker = self._take()
         except (OSError, _Died) as exc:

@@ -16,15 +16,17 @@ with ``"kind": "unusable"`` when the result could not be turned into JSON), to a
 Caps held here, for the whole evaluation: QuickJS's memory limit on the context, the deadline checked
 before every promise job with each job's CPU-time limit set to what is left, ``RLIMIT_AS`` (address
 space: the process's size at the start plus the memory cap plus ``_SLACK_BYTES``) for anything QuickJS
-does not count, and ``RLIMIT_CPU`` so an orphaned worker cannot spin forever. Strings cross into
-QuickJS only as ASCII JSON text (the binding crashes on lone surrogates) and leave through
-``JSON.stringify`` of a depth-limited plain copy (``JSON.stringify`` has no stack check in QuickJS).
+does not count, and ``RLIMIT_CPU`` so an orphaned worker cannot spin forever. The source crosses into
+QuickJS as ASCII JSON text, the output directly unless it holds a lone surrogate (the binding crashes
+on those: then as ASCII JSON too); results leave through ``JSON.stringify`` of a depth-limited plain
+copy (``JSON.stringify`` has no stack check in QuickJS).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from typing import Any, BinaryIO
@@ -40,16 +42,20 @@ MAX_RESULT_DEPTH = 100
 """Deepest nesting of objects and arrays a result may have."""
 _SLACK_BYTES = 192 * 1024 * 1024  # Python's own allocations while a request is handled
 _CPU_SLACK_S = 5  # RLIMIT_CPU backstop beyond the time cap; the parent normally kills sooner
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python str, always unpaired
 
 # Runs inside the sandbox. The user's source is first tried as an expression (the documented arrow
 # function form), then as a script whose completion value is the function. Results leave as JSON text.
 HARNESS = r"""
 globalThis.__rm_result = null;
 (function () {
-  var src = JSON.parse(globalThis.__rm_source), out = JSON.parse(globalThis.__rm_output);
+  var src = JSON.parse(globalThis.__rm_source);
+  var out = ("__rm_output_json" in globalThis) ? JSON.parse(globalThis.__rm_output_json)
+                                               : globalThis.__rm_output;
   var MAX_DEPTH = __MAX_DEPTH__, MAX_CHARS = __MAX_CHARS__;
   delete globalThis.__rm_source;
   delete globalThis.__rm_output;
+  delete globalThis.__rm_output_json;
   var lone = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
   function wellFormed(s) { return s.replace(lone, "\ufffd"); }
   function describe(e) {
@@ -186,10 +192,14 @@ def _handle(quickjs: Any, request: dict[str, Any]) -> dict[str, Any] | str:
     try:
         ctx.set_memory_limit(int(request["memory_bytes"]))
         ctx.set_time_limit(float(request["timeout"]))
-        ctx.set("__rm_source", json.dumps(request["source"]))  # ASCII: lone surrogates crash ctx.set
+        ctx.set("__rm_source", json.dumps(request["source"]))  # ASCII JSON: surrogates crash ctx.set
         if request["op"] == "check":
             return {"kind": "ok", "problem": str(ctx.eval(SYNTAX_CHECK))}
-        ctx.set("__rm_output", json.dumps(request["output"]))
+        output = request["output"]
+        if _SURROGATE.search(output):  # as escaped JSON text, which JSON.parse turns back exactly
+            ctx.set("__rm_output_json", json.dumps(output))
+        else:  # directly: no JSON copy, so the whole memory cap is the script's
+            ctx.set("__rm_output", output)
         ctx.eval(HARNESS)
         while True:
             left = deadline - time.monotonic()
@@ -240,7 +250,7 @@ def main() -> None:
             return
         reply: dict[str, Any] | str
         try:
-            request = json.loads(body)
+            request = json.loads(body.decode("utf-8", "surrogatepass"))
             _cap(request)
             reply = _handle(quickjs, request)
         except MemoryError:

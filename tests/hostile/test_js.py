@@ -195,3 +195,10 @@ async def test_a_result_over_the_size_cap_is_refused():
     result = await CustomEvaluator("(o) => ({score: 1, details: 'x'.repeat(9 * 1024 * 1024)})").evaluate("x")
     assert result.score is None and result.status == "invalid_input"
     assert "over the limit of 8388608" in (result.message or "")
+
+
+async def test_an_output_larger_than_the_memory_cap_is_refused_before_it_is_sent():
+    started = time.perf_counter()
+    result = await CustomEvaluator("(o) => 1", memory_limit_mb=1).evaluate("x" * (2 * 1024 * 1024))
+    assert result.score is None and "1 MB memory limit" in (result.message or "")
+    assert "cannot fit" in result.details["error"] and time.perf_counter() - started < 5
