@@ -204,8 +204,13 @@ class JsPool:
         self._closed = False
 
     def submit(self, request: dict[str, Any]) -> concurrent.futures.Future[JsOutcome]:
-        """Run ``request`` (see :mod:`ragmetrics.metrics._js_worker`) on a pool thread."""
-        return self._threads.submit(self.run, request)
+        """Run ``request`` (see :mod:`ragmetrics.metrics._js_worker`) on a pool thread; never fails."""
+        try:
+            return self._threads.submit(self.run, request)
+        except RuntimeError as exc:  # shut down: the interpreter is exiting
+            done: concurrent.futures.Future[JsOutcome] = concurrent.futures.Future()
+            done.set_result(JsOutcome(kind="internal", error=f"the JavaScript sandbox is closed: {exc}"))
+            return done
 
     def run(self, request: dict[str, Any]) -> JsOutcome:
         """Run ``request`` in a worker and wait for it (at most its ``timeout`` plus :data:`GRACE_S`)."""
@@ -213,6 +218,8 @@ class JsPool:
         if len(output) > request["memory_bytes"]:  # QuickJS needs at least a byte per character
             return JsOutcome(kind="memory", error=f"the output ({len(output)} characters) cannot fit")
         body = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        if len(body) >= 1 << 32:
+            return JsOutcome(kind="memory", error=f"the request ({len(body)} bytes) cannot be framed")
         try:
             worker = self._take()
         except (OSError, _Died) as exc:
@@ -227,6 +234,9 @@ class JsPool:
         except _Died as exc:
             code = self._drop(worker)
             return JsOutcome(kind="crashed", error=str(exc)) if exc.args else _death(code)
+        except BaseException:  # its state is unknown: it must not serve another evaluation
+            self._drop(worker)
+            raise
         worker.jobs += 1
         self._give_back(worker)
         return _outcome(reply)
