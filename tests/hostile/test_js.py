@@ -80,6 +80,23 @@ asyncio.run(main())
     assert after["score"] == 1.0 and after["seconds"] < 5
 
 
+def test_a_stall_quickjs_cannot_interrupt_is_killed_at_the_cap():
+    # catastrophic backtracking runs inside QuickJS's regex engine, which never checks the time limit:
+    # only killing the process stops it (in the host it spun on for hours)
+    out = probe("""
+async def main():
+    stall = await timed(CustomEvaluator("(o) => /(a+)+$/.test('a'.repeat(40) + 'b')", timeout=1))
+    after = await timed(CustomEvaluator("(o) => ({score: 1, details: 'next'})"))
+    print(json.dumps({"stall": stall, "after": after}))
+asyncio.run(main())
+""")
+    stall, after = out["stall"], out["after"]
+    assert stall["status"] == "timeout" and "1 s time limit" in stall["message"]
+    assert stall["details"]["error"] == "the sandbox process was killed at the time limit"
+    assert stall["seconds"] < 10
+    assert after["score"] == 1.0 and after["details"]["details"] == "next"
+
+
 async def test_a_stalled_script_does_not_hold_up_the_evaluations_beside_it():
     spin = CustomEvaluator("(o) => { while (true) {} }", timeout=4)
     quick = CustomEvaluator("(o) => o.length")
