@@ -50,7 +50,8 @@ class JsOutcome:
 
     ``kind`` is ``ok`` (``value`` holds what the function returned), ``threw``, ``unusable`` (the
     result could not be turned into JSON), ``timeout``, ``memory``, ``stack``, ``crashed`` (the worker
-    died) or ``internal`` (the sandbox itself failed); ``error`` says more.
+    died) or ``internal`` (the sandbox itself failed); ``error`` says more. ``nonfinite`` names a
+    returned score JSON cannot carry (``NaN``, ``Infinity``, ``-Infinity``).
     """
 
     kind: str
