@@ -58,9 +58,11 @@ globalThis.__rm_result = null;
   delete globalThis.__rm_output_json;
   var lone = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
   function wellFormed(s) { return s.replace(lone, "\ufffd"); }
+  // (no wellFormed here: at the memory cap it may not fit, and the parent cleans error text anyway)
   function describe(e) {
-    try { return wellFormed((e && e.stack) ? String(e) + "\n" + e.stack : String(e)); }
-    catch (_) { return "an error"; }
+    try { return (e && e.stack) ? String(e) + "\n" + e.stack : String(e); } catch (_) {}
+    try { if (e instanceof InternalError) return "InternalError: " + e.message; } catch (_) {}
+    return "an error";
   }
   // A plain, JSON-ready copy of what the function returned: depth-limited (JSON.stringify of a deeply
   // nested value overflows QuickJS's native stack), cycle-checked, strings made well-formed.
