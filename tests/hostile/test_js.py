@@ -194,21 +194,30 @@ asyncio.run(main())
     assert out["busy"]["score"] == 1.0
 
 
-def test_lone_surrogates_reach_the_script_intact_and_leave_well_formed():
-    # handing a lone surrogate to the quickjs binding crashed the host; the script sees the exact text
+def test_lone_surrogates_never_reach_the_binding_and_leave_well_formed():
+    # handing a lone surrogate to the quickjs binding crashed the host. An output holding one is refused
+    # as invalid input before any JavaScript runs (as every evaluator refuses it); one made by the script
+    # itself, or written in its source, leaves as U+FFFD
     out = probe(r"""
 async def main():
-    ev = CustomEvaluator("(o) => ({score: o.length === 18 ? 1 : 0, details: o + '\\ud800'})")
+    from ragmetrics.errors import InvalidInputError
+    ev = CustomEvaluator("(o) => ({score: o.length === 16 ? 1 : 0, details: o + '\\ud800'})")
     in_source = CustomEvaluator("(o) => ({score: 1, details: 'lone \ud800 in the source'})")
-    output = await timed(ev, "Paris \ud800 is big. 😀")
-    print(json.dumps({"output": output, "source": await timed(in_source)}))
+    output = await timed(ev, "Paris is big. 😀")
+    try:
+        await ev.evaluate("Paris \ud800 is big.")
+        refused = ""
+    except InvalidInputError as exc:
+        refused = str(exc)
+    print(json.dumps({"output": output, "source": await timed(in_source), "refused": refused}))
 asyncio.run(main())
 """)
     assert out["output"]["status"] == "ok" and out["output"]["score"] == 1.0
-    assert out["output"]["details"]["details"] == "Paris \ufffd is big. 😀\ufffd"
+    assert out["output"]["details"]["details"] == "Paris is big. 😀\ufffd"
     assert (
         out["source"]["score"] == 1.0 and out["source"]["details"]["details"] == "lone \ufffd in the source"
     )
+    assert "lone surrogate U+D800" in out["refused"]
 
 
 @pytest.mark.parametrize(
