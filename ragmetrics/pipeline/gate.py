@@ -32,7 +32,7 @@ from ragmetrics.pipeline.report import MetricAggregate, Report
 
 __all__ = ["UnscoredFailure", "UnscoredLimit", "check_unscored", "unscored_failure", "unscored_message"]
 
-_EXAMPLE_CHARS = 200
+_EXAMPLE_CHARS = 300
 _SCORED_STATUSES = frozenset({"ok", "no_claims"})
 """Statuses that normally carry a score; used only when the records themselves are not at hand."""
 
@@ -196,8 +196,8 @@ def _record_tally(
 
 def _message_of(record: EvaluationResult, metric: str) -> str | None:
     for err in record.errors:
-        if err.metric == metric:
-            return err.message
+        if err.metric == metric:  # without NoScoreError's "metric: no score (status): ", said already
+            return err.message.removeprefix(f"{metric}: no score ({err.status}): ")
     for err in record.errors:
         if err.metric is None:
             return err.message
