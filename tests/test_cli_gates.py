@@ -169,3 +169,12 @@ def test_timeout_reaches_the_judge(fake_llm_server: FakeLLMServer, tmp_path: Pat
     line = gate_line(proc)
     assert "0 of 2 samples scored: timeout 2" in line and "no reply within 0.5 s" in line
     assert elapsed < 30, f"the default 60 s timeout applied ({elapsed:.1f} s)"
+
+
+def test_an_empty_dataset_is_a_failure(tmp_path: Path) -> None:
+    data = tmp_path / "empty.jsonl"
+    data.write_text("\n\n")
+    proc = run("eval", str(data), "--quiet", "--max-unscored", "100%")
+    assert proc.returncode == 1
+    line = gate_line(proc)
+    assert "0 of 0 samples scored (faithfulness, relevancy, groundedness): there were no samples" in line
