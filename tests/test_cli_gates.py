@@ -178,3 +178,48 @@ def test_an_empty_dataset_is_a_failure(tmp_path: Path) -> None:
     assert proc.returncode == 1
     line = gate_line(proc)
     assert "0 of 0 samples scored (faithfulness, relevancy, groundedness): there were no samples" in line
+
+
+EVAL_FILE = """
+import os
+
+from ragmetrics import FaithfulnessMetric, eval_case
+
+metric = FaithfulnessMetric(llm="openai:x@" + os.environ["FAKE_URL"], cache=False)
+
+
+@eval_case(min_score=0.5)
+async def eval_paris():
+    result = await metric.evaluate(
+        question="Capital of France?", answer="Paris is the capital.", contexts=["Paris is the capital."]
+    )
+    return {"score": result.score if result.score is not None else 0.0}
+"""
+
+
+def test_test_command_passes_max_attempts_and_timeout_to_the_cases_judges(
+    fake_llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    (tmp_path / "eval_dead.py").write_text(EVAL_FILE)
+    env = {"FAKE_URL": fake_llm_server.openai_base_url}
+    for attempts in (1, 2):
+        fake_llm_server.reset()
+        fake_llm_server.on(lambda r: True, FakeReply(status=500, message="overloaded"))
+        proc = run("test", str(tmp_path / "eval_dead.py"), "--max-attempts", str(attempts), env=env)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert len(fake_llm_server.requests) == attempts, proc.stdout
+    fake_llm_server.reset()
+    fake_llm_server.on(lambda r: True, FakeReply(hang=True))
+    started = time.perf_counter()
+    proc = run("test", str(tmp_path / "eval_dead.py"), "--max-attempts", "1", "--timeout", "0.5", env=env)
+    assert proc.returncode == 1 and len(fake_llm_server.requests) == 1, proc.stdout + proc.stderr
+    assert time.perf_counter() - started < 30, "the default 60 s timeout applied"
+
+
+def test_the_flags_are_defaults_only_while_the_command_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragmetrics.cli import main
+
+    monkeypatch.setenv("RAGMETRICS_TIMEOUT_S", "7")
+    assert main(["eval", "--example", "--judge", "offline", "--quiet", "--max-attempts", "2"]) == 0
+    assert main(["eval", "--example", "--judge", "offline", "--quiet", "--timeout", "3"]) == 0
+    assert "RAGMETRICS_MAX_ATTEMPTS" not in os.environ and os.environ["RAGMETRICS_TIMEOUT_S"] == "7"

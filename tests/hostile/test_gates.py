@@ -52,3 +52,30 @@ def test_nonsense_gate_and_judge_flags_are_usage_errors_before_any_call(
     assert proc.stderr.strip().splitlines()[-1] == f"ragmetrics eval: error: {message}"
     assert "Traceback" not in proc.stderr
     assert fake_llm_server.calls.total() == 0
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("RAGMETRICS_MAX_ATTEMPTS", "0"),
+        ("RAGMETRICS_MAX_ATTEMPTS", "2.5"),
+        ("RAGMETRICS_MAX_ATTEMPTS", "many"),
+        ("RAGMETRICS_TIMEOUT_S", "nan"),
+        ("RAGMETRICS_TIMEOUT_S", "inf"),
+        ("RAGMETRICS_TIMEOUT_S", "-3"),
+    ],
+)
+def test_judge_option_variables_are_validated_and_code_wins(
+    monkeypatch: pytest.MonkeyPatch, var: str, value: str
+) -> None:
+    from ragmetrics.errors import ConfigError
+    from ragmetrics.settings import parse_judge_spec
+
+    monkeypatch.setenv("RAGMETRICS_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("RAGMETRICS_TIMEOUT_S", "1.5")
+    settings = parse_judge_spec("openai:x@http://127.0.0.1:1/v1")
+    assert (settings.max_attempts, settings.timeout_s) == (2, 1.5)
+    assert parse_judge_spec("openai:x@http://127.0.0.1:1/v1", max_attempts=4).max_attempts == 4
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ConfigError, match=f"environment variable {var} must be"):
+        parse_judge_spec("openai:x@http://127.0.0.1:1/v1")
