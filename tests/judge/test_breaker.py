@@ -128,3 +128,20 @@ async def test_a_blip_after_success_is_retried_through(
     assert reply.value.claims and not judge.breaker.tripped
     assert len(fake_llm_server.requests) == 1 + 6 + 1
     await judge.aclose()
+
+
+async def test_an_anthropic_judge_refusing_the_key_is_tripped_too(
+    fake_llm_server: FakeLLMServer, dummy_keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_llm_server.anthropic_base_url)
+    fake_llm_server.on(lambda r: True, FakeReply(status=401, message="invalid x-api-key"))
+    judge = make_judge("anthropic:claude-haiku-4-5", **FAST)
+    messages = []
+    for i in range(8):
+        with pytest.raises(JudgeError) as info:
+            await judge.complete(_request(i))
+        messages.append(str(info.value))
+    assert len(fake_llm_server.requests) == 5, "401 is not retried; after 5 in a row nothing is sent"
+    assert "ANTHROPIC_API_KEY" in messages[0] and "refused the credentials" in messages[-1]
+    assert "invalid x-api-key" in messages[-1] and "ANTHROPIC_API_KEY" in messages[-1]
+    await judge.aclose()
