@@ -39,9 +39,12 @@ def non_negative_float(text: str) -> float:
 
 
 def positive_float(text: str) -> float:
-    """A finite number > 0 (``nan`` and ``inf`` are refused)."""
-    value = non_negative_float(text)
-    if value == 0.0:
+    """A finite number > 0 (``0``, ``nan`` and ``inf`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0.0):
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
 

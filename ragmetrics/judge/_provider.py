@@ -25,6 +25,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import metering
 from ragmetrics.judge.base import JudgeReply, JudgeRequest
+from ragmetrics.judge.breaker import DeadJudgeBreaker
 from ragmetrics.judge.limits import AdaptiveLimiter, RateLimiter
 from ragmetrics.judge.pricing import PriceTable, cost_usd, load_prices
 from ragmetrics.judge.retry import Failure, RetryPolicy, TransientFailure, WaitRetryAfterOrBackoff
@@ -101,6 +102,8 @@ class ProviderJudge(ABC):
         self.prices = prices if prices is not None else load_prices()
         self.retries = 0
         """Transient failures retried so far (all requests)."""
+        self.breaker = DeadJudgeBreaker()
+        """Fails calls at once when the judge is unreachable or refuses the key (see judge/breaker.py)."""
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
     # -- subclass hooks -------------------------------------------------------------------------
@@ -234,10 +237,14 @@ class ProviderJudge(ABC):
             async for attempt in retrying:
                 with attempt:
                     attempt_no = attempt.retry_state.attempt_number
+                    await self.limiter.acquire()
+                    refused = self.breaker.check()
+                    if refused is not None:  # a dead judge: fail at once, sending nothing
+                        await self.limiter.release()
+                        raise self._error(refused, attempt_no - 1)
                     if attempt_no > 1:
                         self.retries += 1
                         meter.resend()
-                    await self.limiter.acquire()
                     try:
                         if self.rate is not None:
                             await self.rate.acquire(_prompt_estimate(request))
@@ -265,6 +272,7 @@ class ProviderJudge(ABC):
                         failure = self._classify(exc)
                         if failure is None:
                             raise
+                        self.breaker.on_failure(failure)
                         if failure.status == "truncated":
                             raise _Truncated(failure.message) from exc
                         if failure.status in ("rate_limited", "timeout"):
@@ -275,6 +283,7 @@ class ProviderJudge(ABC):
                     finally:
                         await self.limiter.release()
                     self.limiter.on_success()
+                    self.breaker.on_success()
                     if self.rate is not None:
                         self.rate.record(
                             outcome.completion_tokens
