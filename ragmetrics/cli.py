@@ -176,7 +176,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
 
     from ragmetrics import cases
     from ragmetrics.errors import ConfigError, SnapshotError
-    from ragmetrics.pipeline.compare import DEFAULT_THRESHOLDS, compare_snapshots
+    from ragmetrics.pipeline.case_gate import GateResult, gate_run, known_metrics
     from ragmetrics.pipeline.render import render_case_table, render_diff, render_junit_xml
     from ragmetrics.pipeline.snapshot import (
         EvalRegression,
@@ -202,7 +202,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
             store.path_for(args.save)
         baseline = store.load_snapshot(args.compare) if args.compare else None
         if baseline is not None:
-            known = set(DEFAULT_THRESHOLDS) | {m for r in baseline.results for m in r.metrics}
+            known = known_metrics(baseline)
             unknown = sorted(set(thresholds) - known)
             if unknown:
                 raise ConfigError(
@@ -234,14 +234,16 @@ def _cmd_test(args: argparse.Namespace) -> int:
     code = EXIT_OK if all(r.passed for r in results) else EXIT_FAIL
 
     current = Snapshot.from_results(args.save or "current", results)
-    diff = None
+    gate: GateResult | None = None
     if baseline is not None:
-        significance = args.alpha is not None
-        diff = compare_snapshots(baseline, current, thresholds, alpha=args.alpha or 0.05)
+        gate = gate_run(baseline, current, thresholds, alpha=args.alpha)
         print()
-        print(render_diff(diff, fmt=args.format, require_significance=significance), end="")
-        if args.fail_on_regression and diff.exit_code(require_significance=significance):
+        print(render_diff(gate.diff, fmt=args.format, require_significance=gate.require_significance), end="")
+        if gate.regressions and not args.fail_on_regression:
+            print("(not gating: add --fail-on-regression to fail the run on these)")
+        if args.fail_on_regression and gate.regressions:
             code = EXIT_FAIL
+    gated = gate.regressions if gate is not None and args.fail_on_regression else []
     try:
         if args.save:
             store.save_snapshot(args.save, current)
@@ -254,11 +256,18 @@ def _cmd_test(args: argparse.Namespace) -> int:
                 "duration_s": duration,
                 "summary": {k: sum(r.outcome == k for r in results) for k in ("passed", "failed", "error")},
                 "cases": [r.model_dump(mode="json") for r in results],
-                "comparison": diff.model_dump(mode="json") if diff is not None else None,
+                "comparison": gate.diff.model_dump(mode="json") if gate is not None else None,
+                "regressions": None if gate is None else gate.payload(gated=bool(args.fail_on_regression)),
             }
             write_atomic(args.json_path, json.dumps(payload, indent=2) + "\n")
         if args.junit_xml:
-            write_atomic(args.junit_xml, render_junit_xml(results, duration_s=duration))
+            junit = render_junit_xml(
+                results,
+                duration_s=duration,
+                regressions=gated,
+                require_significance=args.alpha is not None,
+            )
+            write_atomic(args.junit_xml, junit)
     except (OSError, SnapshotError) as exc:
         return _usage_error(str(exc))
     return code
