@@ -8,7 +8,7 @@ imports each by path and collects the marked functions defined in it, as pytest 
 A case returns a dict with any of ``score`` (in [0, 1]), ``cost_usd``, ``latency_ms`` (measured when
 omitted), and optionally ``metrics`` (named scores) and ``samples`` (per-sample values, see
 :mod:`ragmetrics.pipeline.snapshot`); or an ``EvaluationResult`` or a list of them (mean score,
-summed cost, max latency). How that value becomes a verdict lives in :mod:`ragmetrics.case_result`.
+summed cost, median sample latency). How that value becomes a verdict lives in :mod:`ragmetrics.case_result`.
 A case passes only when it ran, returned a well-formed value and broke no bound.
 """
 
