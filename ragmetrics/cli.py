@@ -77,11 +77,17 @@ def _add_test_command(commands: Any) -> None:
     parser = commands.add_parser(
         "test",
         help="run eval cases; gate on bounds and on regressions against a snapshot",
-        description="Discover eval cases (files eval_*.py / *_eval.py under folders, and any file given), "
-        "run them, print a table and exit non-zero when any fails.",
+        description="Discover eval cases (files eval_*.py / *_eval.py under folders, and any file given) "
+        "and run them, with the cases of any YAML/JSON suite file given (their recorded outputs are "
+        "scored); print a table and exit non-zero when any fails.",
         epilog=_EXIT_CODES,
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="folders to search and files to run")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="folders to search, eval files to run, and YAML/JSON suite files (.yaml, .yml, .json)",
+    )
     parser.add_argument(
         "--threshold", type=unit_float, metavar="SCORE", help="min_score for cases that set none"
     )
@@ -183,6 +189,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         Snapshot,
         write_atomic,
     )
+    from ragmetrics.suite_cases import is_suite_file, run_suite_file
 
     if args.fail_on_regression and not args.compare:
         return _usage_error("--fail-on-regression needs --compare NAME")
@@ -213,22 +220,30 @@ def _cmd_test(args: argparse.Namespace) -> int:
         cases.select_cases([], keyword=args.keyword)  # a malformed -k fails before any file is imported
         if os.getcwd() not in sys.path:  # like `python -m`: eval files may import the project from the cwd
             sys.path.insert(0, os.getcwd())
-        collection = cases.collect_cases(args.paths)
-        selected = cases.select_cases(
-            collection.cases,
-            keyword=args.keyword,
-            tags=[t for group in args.tags for t in group],
-            exclude_tags=[t for group in args.exclude_tags for t in group],
+        suites = [p for p in args.paths if is_suite_file(p)]
+        python_paths = [p for p in args.paths if p not in suites]
+        collection = (
+            cases.collect_cases(python_paths)
+            if python_paths
+            else cases.Collection(cases=[], errors=[], files=[])
         )
+        filters = {
+            "keyword": args.keyword,
+            "tags": [t for group in args.tags for t in group],
+            "exclude_tags": [t for group in args.exclude_tags for t in group],
+        }
+        selected = cases.select_cases(collection.cases, **filters)
     except (ConfigError, SnapshotError) as exc:
         return _usage_error(str(exc))
-    if not selected and not collection.errors:
-        what = "selected" if collection.cases else f"found in {len(collection.files)} eval file(s)"
-        return _usage_error(f"no eval cases {what} (paths: {' '.join(args.paths)})")
 
     start = time.perf_counter()
     results = [cases.error_result(e) for e in collection.errors]
     results += cases.run_cases_sync(selected, threshold=args.threshold, concurrency=args.concurrency)
+    for suite_path in suites:
+        results += run_suite_file(suite_path, concurrency=args.concurrency, **filters)
+    if not results:
+        what = "selected" if collection.cases or suites else f"found in {len(collection.files)} eval file(s)"
+        return _usage_error(f"no eval cases {what} (paths: {' '.join(args.paths)})")
     duration = time.perf_counter() - start
     print(render_case_table(results, fmt=args.format, duration_s=duration), end="")
     code = EXIT_OK if all(r.passed for r in results) else EXIT_FAIL
