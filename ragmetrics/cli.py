@@ -129,7 +129,9 @@ def _add_test_command(commands: Any) -> None:
     snap.add_argument("--save", metavar="NAME", help="save the results as snapshot NAME")
     snap.add_argument("--compare", metavar="NAME", help="compare the results with snapshot NAME")
     snap.add_argument(
-        "--fail-on-regression", action="store_true", help="exit 1 when --compare finds a regression"
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when --compare finds a regression (each is then a failing case in --junit-xml)",
     )
     snap.add_argument(
         "--alpha",
@@ -143,7 +145,8 @@ def _add_test_command(commands: Any) -> None:
         type=_metric_threshold,
         default=[],
         metavar="METRIC=VALUE",
-        help="relative tolerance, e.g. score=-0.05, latency_ms=0.5, cost_usd=none",
+        help="relative tolerance, e.g. score=-0.05, cost_usd=none; latency is gated only when given "
+        "(latency_ms=0.5)",
     )
     snap.add_argument(
         "--snapshot-dir",
