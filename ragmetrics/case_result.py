@@ -194,6 +194,11 @@ def _from_mapping(value: Mapping[Any, Any], out: dict[str, Any], problems: list[
         if record.samples and out["score"] is None and all(s.score is None for s in record.samples):
             if not any(v is not None for s in record.samples for v in s.scores.values()):
                 problems.append(f"nothing scored: 0 of {len(record.samples)} samples has a score")
+        unscored = [m for m, v in record.metrics.items() if v is None]
+        if unscored:
+            problems.append(
+                f"nothing scored for metric(s) {', '.join(unscored)}: the case returned None for them"
+            )
 
 
 def _is_evaluation_result(value: object) -> bool:

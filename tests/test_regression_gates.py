@@ -353,3 +353,20 @@ def test_nothing_scored_fails_under_the_plugin_too(pytester):
     result = pytester.runpytest_subprocess("eval_unscored.py", "-p", "no:asyncio")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*nothing scored: relevancy: 0 of 2 samples scored: invalid_input 2*"])
+
+
+def test_a_dict_case_whose_named_metric_has_no_score_fails(tmp_path):
+    write(
+        tmp_path,
+        "eval_none.py",
+        """
+        from ragmetrics.cases import eval_case
+
+        @eval_case
+        def eval_half():
+            return {"score": 0.8, "metrics": {"faithfulness": 0.8, "relevancy": None}}
+        """,
+    )
+    out = run(tmp_path, "test", "eval_none.py")
+    assert out.returncode == 1
+    assert "nothing scored for metric(s) relevancy" in out.stdout
