@@ -149,6 +149,12 @@ def _add_test_command(commands: Any) -> None:
         "(latency_ms=0.5)",
     )
     snap.add_argument(
+        "--warm-latency",
+        action="store_true",
+        help="run each case that reports no latency_ms twice and keep the second run, so its measured "
+        "latency leaves out first-call warm-up (give it when saving and when comparing)",
+    )
+    snap.add_argument(
         "--snapshot-dir",
         default=".ragmetrics_evals",
         metavar="DIR",
@@ -241,7 +247,9 @@ def _cmd_test(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     results = [cases.error_result(e) for e in collection.errors]
-    results += cases.run_cases_sync(selected, threshold=args.threshold, concurrency=args.concurrency)
+    results += cases.run_cases_sync(
+        selected, threshold=args.threshold, concurrency=args.concurrency, warm=args.warm_latency
+    )
     for suite_path in suites:
         results += run_suite_file(suite_path, concurrency=args.concurrency, **filters)
     if not results:

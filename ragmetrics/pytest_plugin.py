@@ -20,9 +20,10 @@ Regression gating works as in ``ragmetrics test``: ``--ragmetrics-save NAME`` sa
 results as snapshot NAME at the end of the session; ``--ragmetrics-compare NAME`` compares them with
 snapshot NAME and prints the comparison; with ``--ragmetrics-fail-on-regression`` a last test item,
 ``ragmetrics-regression-gate``, fails listing every counted regression (so pytest's exit code, its
-summary and ``--junitxml`` agree). ``--ragmetrics-alpha``, ``--ragmetrics-regression-threshold`` and
-``--ragmetrics-snapshot-dir`` mean what ``--alpha``, ``--regression-threshold`` and ``--snapshot-dir``
-mean there; the comparison is the same function (:func:`ragmetrics.pipeline.case_gate.gate_run`).
+summary and ``--junitxml`` agree). ``--ragmetrics-alpha``, ``--ragmetrics-regression-threshold``,
+``--ragmetrics-snapshot-dir`` and ``--ragmetrics-warm-latency`` mean what ``--alpha``,
+``--regression-threshold``, ``--snapshot-dir`` and ``--warm-latency`` mean there; the comparison is
+the same function (:func:`ragmetrics.pipeline.case_gate.gate_run`).
 
 Importing this module is cheap: ragmetrics' case machinery is imported only once an eval file is met.
 """
@@ -88,6 +89,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="METRIC=VALUE",
         help="relative tolerance, e.g. score=-0.05, latency_ms=0.5 (latency is gated only when given)",
+    )
+    group.addoption(
+        "--ragmetrics-warm-latency",
+        dest="ragmetrics_warm_latency",
+        action="store_true",
+        help="run each eval case that reports no latency_ms twice and keep the second (warm) run",
     )
     group.addoption(
         "--ragmetrics-snapshot-dir",
@@ -299,7 +306,8 @@ class EvalCaseItem(pytest.Item):
         from ragmetrics.cases import run_case
 
         threshold = self.config.getoption("ragmetrics_threshold", None)
-        result = run_sync(run_case(self.case, threshold=threshold))
+        warm = bool(self.config.getoption("ragmetrics_warm_latency", False))
+        result = run_sync(run_case(self.case, threshold=threshold, warm=warm))
         self.result = result
         self.config.stash[_RESULTS].append(result)
         for key in ("score", "cost_usd", "latency_ms"):

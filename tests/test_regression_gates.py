@@ -370,3 +370,41 @@ def test_a_dict_case_whose_named_metric_has_no_score_fails(tmp_path):
     out = run(tmp_path, "test", "eval_none.py")
     assert out.returncode == 1
     assert "nothing scored for metric(s) relevancy" in out.stdout
+
+
+WARMING = """
+import time
+from ragmetrics.cases import eval_case
+
+_calls = []
+
+@eval_case
+def eval_warming():
+    time.sleep(0.4 if not _calls else 0.01)  # the first call pays a warm-up (imports, a connection)
+    _calls.append(1)
+    return {"score": 0.9}
+"""
+
+
+def test_warm_latency_leaves_out_the_first_calls_warm_up_and_a_2x_slowdown_is_still_caught(tmp_path):
+    write(tmp_path, "eval_warming.py", WARMING)
+    cold = run(tmp_path, "test", "eval_warming.py", "--json", "cold.json")
+    assert json.loads((tmp_path / "cold.json").read_text())["cases"][0]["latency_ms"] >= 400
+    out = run(tmp_path, "test", "eval_warming.py", "--warm-latency", "--json", "warm.json", "--save", "warm")
+    assert cold.returncode == out.returncode == 0
+    case = json.loads((tmp_path / "warm.json").read_text())["cases"][0]
+    assert case["latency_ms"] < 300 and case["details"]["cold_latency_ms"] >= 400
+
+    write(tmp_path, "eval_sleepy.py", SLEEPY)
+    gate = ("--warm-latency", "--regression-threshold", "latency_ms=0.5")
+    assert (
+        run(tmp_path, "test", "eval_sleepy.py", "--warm-latency", "--save", "v1", SLEEP_MS="150").returncode
+        == 0
+    )
+    same = run(
+        tmp_path, "test", "eval_sleepy.py", "--compare", "v1", "--fail-on-regression", *gate, SLEEP_MS="150"
+    )
+    slow = run(
+        tmp_path, "test", "eval_sleepy.py", "--compare", "v1", "--fail-on-regression", *gate, SLEEP_MS="300"
+    )
+    assert (same.returncode, slow.returncode) == (0, 1), same.stdout + slow.stdout
