@@ -408,3 +408,21 @@ def test_warm_latency_leaves_out_the_first_calls_warm_up_and_a_2x_slowdown_is_st
         tmp_path, "test", "eval_sleepy.py", "--compare", "v1", "--fail-on-regression", *gate, SLEEP_MS="300"
     )
     assert (same.returncode, slow.returncode) == (0, 1), same.stdout + slow.stdout
+
+
+def test_the_plugin_measures_warm_latency_when_asked(pytester):
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    write(pytester.path, "eval_warming.py", WARMING)
+    result = pytester.runpytest_subprocess("eval_warming.py", "-p", "no:asyncio", "--junitxml", "w.xml")
+    warm = pytester.runpytest_subprocess(
+        "eval_warming.py", "-p", "no:asyncio", "--ragmetrics-warm-latency", "--junitxml", "w2.xml"
+    )
+    assert result.ret == warm.ret == 0
+
+    def latency(name: str) -> float:
+        props = {
+            p.get("name"): p.get("value") for p in ET.parse(pytester.path / name).getroot().iter("property")
+        }
+        return float(props["latency_ms"] or "nan")
+
+    assert latency("w.xml") >= 400 and latency("w2.xml") < 300
