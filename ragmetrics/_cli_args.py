@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["count", "non_negative_float", "output_problem", "positive_int", "unit_float"]
+__all__ = ["count", "non_negative_float", "output_problem", "positive_float", "positive_int", "unit_float"]
 
 
 def unit_float(text: str) -> float:
@@ -35,6 +35,17 @@ def non_negative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
     if not (math.isfinite(value) and value >= 0.0):
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (``0``, ``nan`` and ``inf`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
 
 

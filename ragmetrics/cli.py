@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from ragmetrics._cli_args import output_problem, positive_int, unit_float
+from ragmetrics._cli_args import output_problem, positive_float, positive_int, unit_float
 from ragmetrics._terminal import printable
 
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "main"]
@@ -119,6 +120,18 @@ def _add_test_command(commands: Any) -> None:
         default=8,
         metavar="N",
         help="async cases in flight at once (default 8); sync cases run one at a time",
+    )
+    parser.add_argument(
+        "--max-attempts",
+        type=positive_int,
+        metavar="N",
+        help="attempts per LLM request of the cases' judges on 429, 5xx, timeouts, connection errors (6)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        help="timeout of each LLM request of the cases' judges, in seconds (default 60)",
     )
     parser.add_argument("--junit-xml", metavar="PATH", help="also write JUnit XML for CI systems")
     parser.add_argument("--json", dest="json_path", metavar="PATH", help="also write the results as JSON")
@@ -299,6 +312,32 @@ def _cmd_test(args: argparse.Namespace) -> int:
     return code
 
 
+@contextmanager
+def _judge_defaults(args: argparse.Namespace) -> Iterator[None]:
+    """``--max-attempts`` / ``--timeout`` as the judges' defaults while the command runs.
+
+    Judges built in the user's own code (eval cases, suites) read them from the environment
+    variables :data:`ragmetrics.settings.JUDGE_OPTION_VARIABLES` name; the old values come back after.
+    """
+    import os
+
+    values = {
+        "RAGMETRICS_MAX_ATTEMPTS": getattr(args, "max_attempts", None),
+        "RAGMETRICS_TIMEOUT_S": getattr(args, "timeout", None),
+    }
+    saved = {var: os.environ.get(var) for var, value in values.items() if value is not None}
+    try:
+        for var in saved:
+            os.environ[var] = repr(values[var])
+        yield
+    finally:
+        for var, old in saved.items():
+            if old is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = old
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
     parser = _build_parser()
@@ -307,7 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(args.handler(args))
+        with _judge_defaults(args):
+            return int(args.handler(args))
     except KeyboardInterrupt:
         print("ragmetrics: interrupted", file=sys.stderr)
         return 130

@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ragmetrics._cli_args import count, non_negative_float, output_problem, positive_int, unit_float
+from ragmetrics._cli_args import (
+    count,
+    non_negative_float,
+    output_problem,
+    positive_float,
+    positive_int,
+    unit_float,
+)
 from ragmetrics._terminal import printable
 
 __all__ = ["add_estimate_command", "add_eval_command", "cmd_estimate", "cmd_eval"]
@@ -23,8 +30,12 @@ __all__ = ["add_estimate_command", "add_eval_command", "cmd_estimate", "cmd_eval
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 DEFAULT_METRICS = "faithfulness,relevancy,groundedness"
 _EPILOG = (
-    "exit codes: 0 done, 1 a metric's mean is below --fail-under, 2 usage error "
+    "exit codes: 0 done, 1 a quality gate failed (a metric scored no sample, more samples went unscored "
+    "than --max-unscored allows, or a metric's mean is below --fail-under), 2 usage error "
     "(missing file, bad column, unknown metric or judge, missing API key, unwritable output path)"
+)
+_ESTIMATE_EPILOG = (
+    "exit codes: 0 done, 2 usage error (missing file, bad column, unknown metric or judge, missing API key)"
 )
 _OUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
 _REPORT_SUFFIXES = (".html", ".htm")
@@ -90,6 +101,18 @@ def add_eval_command(commands: Any) -> None:
         help="LLM requests in flight at once, over all samples (default: the larger of 16 and --concurrency)",
     )
     parser.add_argument(
+        "--max-attempts",
+        type=positive_int,
+        metavar="N",
+        help="attempts per LLM request on 429, 5xx, timeouts and connection errors (default 6)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        help="timeout of each LLM request, in seconds (default 60)",
+    )
+    parser.add_argument(
         "--max-cost", type=non_negative_float, metavar="USD", help="stop launching samples past this cost"
     )
     parser.add_argument(
@@ -101,6 +124,13 @@ def add_eval_command(commands: Any) -> None:
     )
     parser.add_argument(
         "--fail-under", type=unit_float, metavar="SCORE", help="exit 1 when any metric's mean is below SCORE"
+    )
+    parser.add_argument(
+        "--max-unscored",
+        default="0",
+        metavar="LIMIT",
+        help="samples per metric that may go without a score before the run exits 1: a count (3), "
+        "a share (0.1) or a percentage (10%%); default 0, none. A metric scoring no sample always fails",
     )
     parser.add_argument("--worst", type=count, default=3, metavar="N", help="worst samples to show (3)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no tables")
@@ -114,7 +144,7 @@ def add_estimate_command(commands: Any) -> None:
         "estimate",
         help="predict the calls, tokens and cost of an eval run, calling nothing",
         description="Predict LLM calls, tokens and cost of `ragmetrics eval` on the same data.",
-        epilog=_EPILOG,
+        epilog=_ESTIMATE_EPILOG,
     )
     _common(parser)
     parser.add_argument("--json", action="store_true", help="print the estimate as JSON")
@@ -168,11 +198,11 @@ _FIXED_PASS_MARK = frozenset({"exact_match", "contains", "json_validity", "json_
 
 
 def _metrics(
-    args: argparse.Namespace, spec: str, threshold: float | None, judge_concurrency: int | None = None
+    args: argparse.Namespace, spec: str, threshold: float | None, options: dict[str, Any] | None = None
 ) -> list[Any]:
     from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
 
-    options = {"max_concurrency": judge_concurrency} if judge_concurrency is not None else {}
+    options = options or {}
     names = [n.strip() for n in args.metrics.split(",") if n.strip()]
     if not names:
         raise _UsageError("--metrics: give at least one metric name")
@@ -300,8 +330,8 @@ def _eval(args: argparse.Namespace) -> int:
     path = _data_path(args)
     _check_outputs(args, path)
     spec = _judge_spec(args)
-    judge_concurrency = args.judge_concurrency or max(16, args.concurrency)
-    metrics = _metrics(args, spec, args.threshold, judge_concurrency)
+    max_unscored = _max_unscored(args.max_unscored)
+    metrics = _metrics(args, spec, args.threshold, _judge_options(args))
     data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
     notice = sys.stderr if args.json else sys.stdout
     if spec == "offline":
@@ -354,12 +384,44 @@ def _eval(args: argparse.Namespace) -> int:
         for name, target in (("records", args.out), ("report", args.report)):
             if target:
                 _say(f"\nWrote the {name} to {target}")
-    if args.fail_under is not None:
-        low = [a.name for a in report.aggregates.values() if a.mean is None or a.mean < args.fail_under]
+    return _gates(args, report, max_unscored)
+
+
+def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Judge settings from the flags: requests in flight, attempts per request, request timeout."""
+    options: dict[str, Any] = {"max_concurrency": args.judge_concurrency or max(16, args.concurrency)}
+    if args.max_attempts is not None:
+        options["max_attempts"] = args.max_attempts
+    if args.timeout is not None:
+        options["timeout_s"] = args.timeout
+    return options
+
+
+def _max_unscored(text: str) -> Any:
+    from ragmetrics.errors import ConfigError
+    from ragmetrics.pipeline.gate import UnscoredLimit
+
+    try:
+        return UnscoredLimit.of(text)
+    except ConfigError as exc:
+        raise _UsageError(f"--max-unscored: {str(exc).removeprefix('max_unscored: ')}") from None
+
+
+def _gates(args: argparse.Namespace, report: Any, max_unscored: Any) -> int:
+    """Exit 1, with one line each on stderr, when samples went unscored or a mean is below --fail-under."""
+    from ragmetrics.pipeline.gate import check_unscored, unscored_message
+
+    code = EXIT_OK
+    failures = check_unscored(report, max_unscored=max_unscored)
+    if failures:
+        _say(f"ragmetrics eval: {unscored_message(failures)}", file=sys.stderr)
+        code = EXIT_FAIL
+    if args.fail_under is not None:  # a metric with no mean is reported above, as unscored
+        low = [a.name for a in report.aggregates.values() if a.mean is not None and a.mean < args.fail_under]
         if low:
             _say(f"ragmetrics eval: below --fail-under {args.fail_under}: {', '.join(low)}", file=sys.stderr)
-            return EXIT_FAIL
-    return EXIT_OK
+            code = EXIT_FAIL
+    return code
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:

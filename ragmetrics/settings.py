@@ -10,7 +10,9 @@ A judge is named by a spec string:
 - ``offline`` (the deterministic heuristic judge: no key, no network)
 
 With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else
-``offline``.
+``offline``. ``RAGMETRICS_MAX_ATTEMPTS`` and ``RAGMETRICS_TIMEOUT_S``, when set, are the defaults of
+every judge's ``max_attempts`` and ``timeout_s`` (options given in code win); ``ragmetrics test
+--max-attempts/--timeout`` sets them for the cases it runs.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ragmetrics.errors import ConfigError
 __all__ = [
     "DEFAULT_MODELS",
     "JudgeSettings",
+    "JUDGE_OPTION_VARIABLES",
     "api_key_for",
     "default_cache_dir",
     "default_judge_spec",
@@ -43,6 +46,30 @@ DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 _INTS = ("max_tokens", "max_tokens_cap", "max_concurrency", "max_attempts", "reasks")
 _FLOATS = ("temperature", "timeout_s", "backoff_initial_s", "backoff_max_s")
 _OPTIONAL: dict[str, type] = {"seed": int, "requests_per_minute": float, "tokens_per_minute": float}
+JUDGE_OPTION_VARIABLES = {"RAGMETRICS_MAX_ATTEMPTS": "max_attempts", "RAGMETRICS_TIMEOUT_S": "timeout_s"}
+"""Environment variables giving judge option defaults (options given in code win)."""
+
+
+def _judge_options_from_env() -> dict[str, object]:
+    """The judge option defaults set in the environment (see :data:`JUDGE_OPTION_VARIABLES`).
+
+    Raises:
+        ConfigError: A variable holds no valid value (a whole number >= 1 / a finite number > 0).
+    """
+    options: dict[str, object] = {}
+    for var, name in JUDGE_OPTION_VARIABLES.items():
+        text = os.environ.get(var, "").strip()
+        if not text:
+            continue
+        try:
+            value: float = int(text) if name == "max_attempts" else float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and (value >= 1 if name == "max_attempts" else value > 0)):
+            kind = "a whole number >= 1" if name == "max_attempts" else "a finite number > 0 (seconds)"
+            raise ConfigError(f"environment variable {var} must be {kind}, got {text!r}")
+        options[name] = value
+    return options
 
 
 def _type_problem(name: str, value: object, kind: type) -> str | None:
@@ -159,6 +186,7 @@ def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
         ConfigError: The spec is malformed, names an unknown provider, or an option is unknown or invalid.
     """
     check_judge_options(options, owner=f"judge {spec!r}")
+    options = {**_judge_options_from_env(), **options}
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"judge spec must be a non-empty string like 'openai:gpt-4o-mini', got {spec!r}")
     text = spec.strip()

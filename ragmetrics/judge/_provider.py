@@ -21,6 +21,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge.base import JudgeReply, JudgeRequest
+from ragmetrics.judge.breaker import DeadJudgeBreaker
 from ragmetrics.judge.limits import AdaptiveLimiter, RateLimiter
 from ragmetrics.judge.pricing import PriceTable, cost_usd, load_prices
 from ragmetrics.judge.retry import Failure, RetryPolicy, TransientFailure, WaitRetryAfterOrBackoff
@@ -97,6 +98,8 @@ class ProviderJudge(ABC):
         self.prices = prices if prices is not None else load_prices()
         self.retries = 0
         """Transient failures retried so far (all requests)."""
+        self.breaker = DeadJudgeBreaker()
+        """Fails calls at once when the judge is unreachable or refuses the key (see judge/breaker.py)."""
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
     # -- subclass hooks -------------------------------------------------------------------------
@@ -204,9 +207,13 @@ class ProviderJudge(ABC):
             async for attempt in retrying:
                 with attempt:
                     attempt_no = attempt.retry_state.attempt_number
+                    await self.limiter.acquire()
+                    refused = self.breaker.check()
+                    if refused is not None:  # a dead judge: fail at once, sending nothing
+                        await self.limiter.release()
+                        raise self._error(refused, attempt_no - 1)
                     if attempt_no > 1:
                         self.retries += 1
-                    await self.limiter.acquire()
                     try:
                         if self.rate is not None:
                             await self.rate.acquire(_prompt_estimate(request))
@@ -232,6 +239,7 @@ class ProviderJudge(ABC):
                         failure = self._classify(exc)
                         if failure is None:
                             raise
+                        self.breaker.on_failure(failure)
                         if failure.status == "truncated":
                             raise _Truncated(failure.message) from exc
                         if failure.status == "rate_limited":
@@ -242,6 +250,7 @@ class ProviderJudge(ABC):
                     finally:
                         await self.limiter.release()
                     self.limiter.on_success()
+                    self.breaker.on_success()
                     if self.rate is not None:
                         self.rate.record(
                             outcome.completion_tokens

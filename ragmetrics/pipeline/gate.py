@@ -6,7 +6,8 @@ comes with a score (``no_claims`` scores 1.0: nothing in the answer can be wrong
 
 The rule, per metric:
 
-- a metric that scored no sample at all fails, whatever the limit (nothing was measured);
+- a metric that scored no sample at all fails, whatever the limit (nothing was measured), and so
+  does an empty run (0 of 0);
 - otherwise it fails when more samples are unscored than ``max_unscored`` allows: a whole number is
   a count of samples (``0``, the default, allows none; ``3`` allows three), a number with a decimal
   point or a percent sign is a share of the samples (``0.1`` or ``10%`` allows one in ten).
@@ -32,7 +33,7 @@ from ragmetrics.pipeline.report import MetricAggregate, Report
 
 __all__ = ["UnscoredFailure", "UnscoredLimit", "check_unscored", "unscored_failure", "unscored_message"]
 
-_EXAMPLE_CHARS = 200
+_EXAMPLE_CHARS = 300
 _SCORED_STATUSES = frozenset({"ok", "no_claims"})
 """Statuses that normally carry a score; used only when the records themselves are not at hand."""
 
@@ -131,6 +132,8 @@ class UnscoredFailure:
 
     def __str__(self) -> str:
         line = f"{self.metric}: {self.scored} of {self.total} samples scored"
+        if self.total == 0:
+            return line + ": there were no samples to score"
         if self.statuses:
             line += ": " + ", ".join(f"{status} {n}" for status, n in self.statuses.items())
         if self.example:
@@ -154,14 +157,12 @@ def unscored_failure(
     Args:
         metric: The metric's name (for the message).
         scored: Samples with a score.
-        total: Samples it was asked to score. A metric with nothing to score (0 of 0) passes.
+        total: Samples it was asked to score. Nothing to score (0 of 0) fails: nothing was measured.
         statuses: Unscored samples per status.
         example: The first unscored sample's error message.
         max_unscored: The limit (see :class:`UnscoredLimit`).
     """
     limit = UnscoredLimit.of(max_unscored)
-    if total <= 0:
-        return None
     if scored > 0 and limit.allows(total - scored, total):
         return None
     ordered = dict(sorted((statuses or {}).items(), key=lambda kv: (-kv[1], kv[0])))
@@ -196,8 +197,8 @@ def _record_tally(
 
 def _message_of(record: EvaluationResult, metric: str) -> str | None:
     for err in record.errors:
-        if err.metric == metric:
-            return err.message
+        if err.metric == metric:  # without NoScoreError's "metric: no score (status): ", said already
+            return err.message.removeprefix(f"{metric}: no score ({err.status}): ")
     for err in record.errors:
         if err.metric is None:
             return err.message

@@ -267,7 +267,9 @@ def test_a_provider_error_echoing_the_api_key_is_redacted_everywhere(tmp_path, f
     ]
     first = run(*common, "--out", "r.jsonl", "--report", "r.html", cwd=tmp_path, env=env)
     second = run(*common, "--out", "r.csv", cwd=tmp_path, env=env)
-    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    # nothing scored: exit 1, the gate's line on stderr quoting the (redacted) provider message
+    assert first.returncode == 1 and second.returncode == 1, first.stderr + second.stderr
+    assert "0 of 3 samples scored" in first.stderr and "[redacted]" in first.stderr
     assert fake_llm_server.calls.total() == 6  # 401 is not retried: one call per row per run
     records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     messages = [e["message"] for r in records for e in r["errors"]]

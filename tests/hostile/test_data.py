@@ -47,7 +47,9 @@ def csv_text(items: list[dict[str, Any]], answer: str = ANSWER) -> str:
     return "\r\n".join(lines) + "\r\n"
 
 
-def eval_records(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> list[Any]:
+def eval_records(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str, exit_code: int = 0
+) -> list[Any]:
     """``ragmetrics eval PATH --out`` in-process on the offline judge; the records it wrote."""
     out = tmp_path / "out.jsonl"
     code = main(
@@ -61,11 +63,13 @@ def eval_records(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
             "--quiet",
             "--out",
             str(out),
+            "--max-unscored",  # bad rows are unscored: allowed, these tests read the records
+            "100%",
             *extra,
         ]
     )
     captured = capsys.readouterr()
-    assert code == 0, captured.err
+    assert code == exit_code, captured.err
     assert "Traceback" not in captured.err
     return list(read_jsonl(out))
 
@@ -184,7 +188,7 @@ def test_a_latin1_csv_gives_an_error_per_row_naming_its_byte_offset_and_reads_wi
     path.write_bytes(data)
     offsets = [i for i, b in enumerate(data) if b == 0xE7]
     assert len(offsets) == 4
-    records = eval_records(path, tmp_path, capsys)
+    records = eval_records(path, tmp_path, capsys, exit_code=1)  # nothing scored: the gate fails the run
     assert len(records) == 4 and all(r.status_of("faithfulness") == "invalid_input" for r in records)
     for record, offset in zip(records, offsets, strict=True):
         assert record.errors[0].row == record.index
@@ -443,7 +447,8 @@ def test_out_writes_records_holding_lone_surrogates(
             ]
         )
         captured = capsys.readouterr()
-        assert code == 0, captured.err
+        assert code == 1, captured.err  # the bad row is unscored: the gate says so, the files are written
+        assert "1 of 2 samples scored: invalid_input 1" in captured.err
         assert out.stat().st_size > 0 and report.stat().st_size > 0
     records = list(read_jsonl(tmp_path / "records.jsonl"))
     assert [r.id for r in records] == ["bad\udc80", "good"], "JSONL keeps the text as it was"

@@ -63,8 +63,9 @@ def test_aggregates_alone_still_count_statuses() -> None:
     assert failure.statuses == {"provider_error": 1} and failure.example is None
 
 
-def test_empty_metric_passes_and_bad_limits_are_refused() -> None:
-    assert unscored_failure("m", scored=0, total=0) is None
+def test_an_empty_run_fails_and_bad_limits_are_refused() -> None:
+    empty = unscored_failure("m", scored=0, total=0, max_unscored="100%")
+    assert empty is not None and str(empty) == "m: 0 of 0 samples scored: there were no samples to score"
     for bad in ("-1", "x", "1.5", "nan", "150%", True, -2):
         with pytest.raises(ConfigError, match="max_unscored"):
             UnscoredLimit.of(bad)  # type: ignore[arg-type]
