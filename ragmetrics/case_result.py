@@ -266,7 +266,10 @@ def _unscored_problems(items: Sequence[Any], metrics: Sequence[str]) -> list[str
             statuses[status] = statuses.get(status, 0) + 1
             for err in getattr(item, "errors", None) or []:
                 if example is None and getattr(err, "metric", None) in (metric, None):
-                    example = getattr(err, "message", None)
+                    text = str(getattr(err, "message", "") or "")  # the status is said already
+                    example = (
+                        text.removeprefix(f"{metric}: no score ({getattr(err, 'status', '')}): ") or None
+                    )
         failure = unscored_failure(
             metric, scored=scored, total=len(items), statuses=statuses, example=example, max_unscored=1.0
         )  # a share of 1.0: only a metric that scored nothing fails; partial gaps are a note

@@ -426,3 +426,27 @@ def test_the_plugin_measures_warm_latency_when_asked(pytester):
         return float(props["latency_ms"] or "nan")
 
     assert latency("w.xml") >= 400 and latency("w2.xml") < 300
+
+
+DEAD_JUDGE = """
+from ragmetrics import EvaluationPipeline, FaithfulnessMetric
+from ragmetrics.cases import eval_case
+
+@eval_case
+async def eval_dead_judge():
+    judge = "openai:gpt-4o-mini@http://127.0.0.1:9/v1"  # nothing listens on port 9
+    pipeline = EvaluationPipeline(metrics=[FaithfulnessMetric(llm=judge)])
+    rows = {"questions": ["q1", "q2"], "answers": ["A b.", "C d."], "contexts": [["A b."], ["C d."]]}
+    return await pipeline.evaluate(**rows)
+"""
+
+
+def test_a_dead_judge_case_fails_saying_nothing_was_scored_and_why(tmp_path):
+    write(tmp_path, "eval_dead.py", DEAD_JUDGE)
+    out = run(
+        tmp_path, "test", "eval_dead.py", "--max-attempts", "1", "--junit-xml", "d.xml", OPENAI_API_KEY="sk-x"
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "nothing scored: faithfulness: 0 of 2 samples scored: provider_error 2: " in out.stdout
+    assert "could not connect to http://127.0.0.1:9/v1" in out.stdout
+    assert junit_counts(tmp_path / "d.xml")[:2] == (1, 1)
