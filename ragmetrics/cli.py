@@ -3,8 +3,8 @@
 ``ragmetrics eval`` scores a dataset file and ``ragmetrics estimate`` predicts what that would cost
 (both in :mod:`ragmetrics.cli_eval`); ``ragmetrics test`` runs eval cases (see :mod:`ragmetrics.cases`)
 and compares them with saved snapshots. Exit codes, for every command: 0 success; 1 a case failed or
-errored, or a regression was found with ``--fail-on-regression``; 2 usage error (bad flags, missing
-path, unknown snapshot).
+errored, or a regression was found with ``--fail-on-regression`` (for ``eval``: a gate failed, see
+:mod:`ragmetrics.pipeline.gate`); 2 usage error (bad flags, missing path, unknown snapshot).
 
 Only ``argparse`` is imported at module level so ``ragmetrics --help`` answers at once; each handler
 imports what it needs. A new command adds an ``_add_<name>_command(commands)`` function, called from
