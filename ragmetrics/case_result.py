@@ -6,17 +6,23 @@
   scores in [0, 1]) and ``samples`` (per-sample values, see :mod:`ragmetrics.pipeline.snapshot`);
 * an ``EvaluationResult``-like object (``mean_score``, ``usage.cost_usd`` or ``cost_usd``,
   ``latency_ms``, ``id``, ``scores``) or a non-empty list of them: mean score over the scored
-  ones, summed cost, max latency; the per-metric ``scores`` become ``metrics`` (their means) and
+  ones, summed cost, and the *median* sample latency (warm: the first call's warm-up, imports and
+  connections, lands on one sample and is not the case's latency; the max is kept in
+  ``details["latency_max_ms"]``); the per-metric ``scores`` become ``metrics`` (their means) and
   each result a sample, so a snapshot can test every metric's change for significance.
 
 A malformed value fails the case with a message saying what is wrong; a bound that cannot be
-checked (``min_score`` set, no score returned) fails it too. Nothing passes by default.
+checked (``min_score`` set, no score returned) fails it too; a metric that scored none of the
+case's samples fails it whatever the bounds, saying why ("faithfulness: 0 of 12 samples scored:
+provider_error 12: ..."). A failed ``min_score`` names the worst sample and the claim that failed
+it. Nothing passes by default.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from numbers import Real
 from typing import Any, Literal
@@ -182,6 +188,17 @@ def _from_mapping(value: Mapping[Any, Any], out: dict[str, Any], problems: list[
         problems.extend(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
     else:
         out["metrics"], out["samples"] = record.metrics, record.samples
+        worst = _worst_sample([s.model_dump() for s in record.samples], None)
+        if worst:
+            out["details"]["worst_sample"] = worst
+        if record.samples and out["score"] is None and all(s.score is None for s in record.samples):
+            if not any(v is not None for s in record.samples for v in s.scores.values()):
+                problems.append(f"nothing scored: 0 of {len(record.samples)} samples has a score")
+        unscored = [m for m, v in record.metrics.items() if v is None]
+        if unscored:
+            problems.append(
+                f"nothing scored for metric(s) {', '.join(unscored)}: the case returned None for them"
+            )
 
 
 def _is_evaluation_result(value: object) -> bool:
@@ -197,9 +214,74 @@ def _sample_id(item: Any, index: int) -> str:
     return str(sample_id) if sample_id is not None else str(index)
 
 
+def _failed_claim(item: Any) -> str | None:
+    """The first claim of the sample's lowest-scoring metric that counted against it, in words."""
+    results = getattr(item, "results", None)
+    named = getattr(item, "scores", None)
+    if not isinstance(results, Mapping) or not isinstance(named, Mapping):
+        return None
+    ranked = sorted(
+        (m for m, v in named.items() if isinstance(v, Real) and m in results), key=lambda m: named[m]
+    )
+    for metric in ranked:
+        claims = getattr(results[metric], "claims", None) or []
+        order = ("contradicted", "not_found")
+        bad = [c for c in claims if getattr(c, "verdict", None) in order]
+        bad.sort(key=lambda c: order.index(c.verdict))
+        bad += [c for c in claims if getattr(c, "relevance", None) == "off_topic"]
+        if bad:
+            claim = bad[0]
+            what = claim.verdict.replace("_", " ") if claim.verdict else "off topic"
+            why = f" ({shorten(claim.reason, 160)})" if getattr(claim, "reason", "") else ""
+            return f"{metric} claim {shorten(claim.text, 160)!r} was {what}{why}"
+    return None
+
+
+def _worst_sample(samples: list[dict[str, Any]], items: Sequence[Any] | None) -> str | None:
+    scored = [(s["score"], i) for i, s in enumerate(samples) if s.get("score") is not None]
+    if not scored:
+        return None
+    score, index = min(scored)
+    text = f"worst sample {shorten(samples[index]['id'], 80)!r} scored {_g(score)}"
+    claim = _failed_claim(items[index]) if items is not None else None
+    return f"{text}: {claim}" if claim else text
+
+
+def _unscored_problems(items: Sequence[Any], metrics: Sequence[str]) -> list[str]:
+    """A line per metric that scored none of the samples (the rule of ``ragmetrics.pipeline.gate``)."""
+    from ragmetrics.pipeline.gate import unscored_failure, unscored_message
+
+    failures = []
+    for metric in metrics:
+        statuses: dict[str, int] = {}
+        example = None
+        scored = 0
+        for item in items:
+            named = getattr(item, "scores", None) or {}
+            if named.get(metric) is not None:
+                scored += 1
+                continue
+            status_of = getattr(item, "status_of", None)
+            status = status_of(metric) if callable(status_of) else "missing"
+            statuses[status] = statuses.get(status, 0) + 1
+            for err in getattr(item, "errors", None) or []:
+                if example is None and getattr(err, "metric", None) in (metric, None):
+                    text = str(getattr(err, "message", "") or "")  # the status is said already
+                    example = (
+                        text.removeprefix(f"{metric}: no score ({getattr(err, 'status', '')}): ") or None
+                    )
+        failure = unscored_failure(
+            metric, scored=scored, total=len(items), statuses=statuses, example=example, max_unscored=1.0
+        )  # a share of 1.0: only a metric that scored nothing fails; partial gaps are a note
+        if failure is not None:
+            failures.append(failure)
+    return [f"nothing scored: {unscored_message(failures)}"] if failures else []
+
+
 def _from_evaluation_results(items: Sequence[Any], out: dict[str, Any], problems: list[str]) -> None:
     scores, costs, latencies, samples = [], [], [], []
     per_metric: dict[str, list[float]] = {}
+    metric_names: dict[str, None] = {}
     for i, item in enumerate(items):
         score = _number(f"result {i} mean_score", getattr(item, "mean_score", None), 0.0, 1.0, problems)
         usage = getattr(item, "usage", None)
@@ -209,6 +291,7 @@ def _from_evaluation_results(items: Sequence[Any], out: dict[str, Any], problems
         named = getattr(item, "scores", None)
         named = dict(named) if isinstance(named, Mapping) else {}
         for metric, value in named.items():
+            metric_names.setdefault(str(metric))
             if isinstance(value, Real) and not isinstance(value, bool):
                 per_metric.setdefault(str(metric), []).append(float(value))
         samples.append(
@@ -225,8 +308,16 @@ def _from_evaluation_results(items: Sequence[Any], out: dict[str, Any], problems
         latencies += [latency] if latency is not None else []
     out["score"] = sum(scores) / len(scores) if scores else None
     out["cost_usd"] = sum(costs) if costs else None
-    out["latency_ms"] = max(latencies) if latencies else None
+    out["latency_ms"] = statistics.median(latencies) if latencies else None
+    if latencies:
+        out["details"]["latency_max_ms"] = max(latencies)
     out["details"].update(samples=len(items), unscored_samples=len(items) - len(scores))
+    worst = _worst_sample(samples, items)
+    if worst:
+        out["details"]["worst_sample"] = worst
+    problems.extend(_unscored_problems(items, list(metric_names)))
+    if not metric_names and not scores:
+        problems.append(f"nothing scored: none of the {len(items)} results has a score")
     if len(scores) < len(items):
         out["details"]["note"] = (
             f"{len(items) - len(scores)} of {len(items)} samples had no score and are left out of the mean"
@@ -280,6 +371,8 @@ def _violations(
         found.append(Violation(bound="min_score", limit=min_score, value=None, excess=None, message=text))
     elif min_score is not None and score < min_score:
         text = f"score {_g(score)} is below min_score {_g(min_score)} by {min_score - score:.3g}"
+        if out["details"].get("worst_sample"):
+            text += f"; {out['details']['worst_sample']}"
         found.append(
             Violation(bound="min_score", limit=min_score, value=score, excess=min_score - score, message=text)
         )

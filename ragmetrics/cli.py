@@ -78,11 +78,17 @@ def _add_test_command(commands: Any) -> None:
     parser = commands.add_parser(
         "test",
         help="run eval cases; gate on bounds and on regressions against a snapshot",
-        description="Discover eval cases (files eval_*.py / *_eval.py under folders, and any file given), "
-        "run them, print a table and exit non-zero when any fails.",
+        description="Discover eval cases (files eval_*.py / *_eval.py under folders, and any file given) "
+        "and run them, with the cases of any YAML/JSON suite file given (their recorded outputs are "
+        "scored); print a table and exit non-zero when any fails.",
         epilog=_EXIT_CODES,
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="folders to search and files to run")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="folders to search, eval files to run, and YAML/JSON suite files (.yaml, .yml, .json)",
+    )
     parser.add_argument(
         "--threshold", type=unit_float, metavar="SCORE", help="min_score for cases that set none"
     )
@@ -136,7 +142,9 @@ def _add_test_command(commands: Any) -> None:
     snap.add_argument("--save", metavar="NAME", help="save the results as snapshot NAME")
     snap.add_argument("--compare", metavar="NAME", help="compare the results with snapshot NAME")
     snap.add_argument(
-        "--fail-on-regression", action="store_true", help="exit 1 when --compare finds a regression"
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when --compare finds a regression (each is then a failing case in --junit-xml)",
     )
     snap.add_argument(
         "--alpha",
@@ -150,7 +158,14 @@ def _add_test_command(commands: Any) -> None:
         type=_metric_threshold,
         default=[],
         metavar="METRIC=VALUE",
-        help="relative tolerance, e.g. score=-0.05, latency_ms=0.5, cost_usd=none",
+        help="relative tolerance, e.g. score=-0.05, cost_usd=none; latency is gated only when given "
+        "(latency_ms=0.5)",
+    )
+    snap.add_argument(
+        "--warm-latency",
+        action="store_true",
+        help="run each case that reports no latency_ms twice and keep the second run, so its measured "
+        "latency leaves out first-call warm-up (give it when saving and when comparing)",
     )
     snap.add_argument(
         "--snapshot-dir",
@@ -189,13 +204,14 @@ def _cmd_test(args: argparse.Namespace) -> int:
 
     from ragmetrics import cases
     from ragmetrics.errors import ConfigError, SnapshotError
-    from ragmetrics.pipeline.compare import DEFAULT_THRESHOLDS, compare_snapshots
+    from ragmetrics.pipeline.case_gate import GateResult, gate_run, known_metrics
     from ragmetrics.pipeline.render import render_case_table, render_diff, render_junit_xml
     from ragmetrics.pipeline.snapshot import (
         EvalRegression,
         Snapshot,
         write_atomic,
     )
+    from ragmetrics.suite_cases import is_suite_file, run_suite_file
 
     if args.fail_on_regression and not args.compare:
         return _usage_error("--fail-on-regression needs --compare NAME")
@@ -215,7 +231,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
             store.path_for(args.save)
         baseline = store.load_snapshot(args.compare) if args.compare else None
         if baseline is not None:
-            known = set(DEFAULT_THRESHOLDS) | {m for r in baseline.results for m in r.metrics}
+            known = known_metrics(baseline)
             unknown = sorted(set(thresholds) - known)
             if unknown:
                 raise ConfigError(
@@ -226,35 +242,47 @@ def _cmd_test(args: argparse.Namespace) -> int:
         cases.select_cases([], keyword=args.keyword)  # a malformed -k fails before any file is imported
         if os.getcwd() not in sys.path:  # like `python -m`: eval files may import the project from the cwd
             sys.path.insert(0, os.getcwd())
-        collection = cases.collect_cases(args.paths)
-        selected = cases.select_cases(
-            collection.cases,
-            keyword=args.keyword,
-            tags=[t for group in args.tags for t in group],
-            exclude_tags=[t for group in args.exclude_tags for t in group],
+        suites = [p for p in args.paths if is_suite_file(p)]
+        python_paths = [p for p in args.paths if p not in suites]
+        collection = (
+            cases.collect_cases(python_paths)
+            if python_paths
+            else cases.Collection(cases=[], errors=[], files=[])
         )
+        filters = {
+            "keyword": args.keyword,
+            "tags": [t for group in args.tags for t in group],
+            "exclude_tags": [t for group in args.exclude_tags for t in group],
+        }
+        selected = cases.select_cases(collection.cases, **filters)
     except (ConfigError, SnapshotError) as exc:
         return _usage_error(str(exc))
-    if not selected and not collection.errors:
-        what = "selected" if collection.cases else f"found in {len(collection.files)} eval file(s)"
-        return _usage_error(f"no eval cases {what} (paths: {' '.join(args.paths)})")
 
     start = time.perf_counter()
     results = [cases.error_result(e) for e in collection.errors]
-    results += cases.run_cases_sync(selected, threshold=args.threshold, concurrency=args.concurrency)
+    results += cases.run_cases_sync(
+        selected, threshold=args.threshold, concurrency=args.concurrency, warm=args.warm_latency
+    )
+    for suite_path in suites:
+        results += run_suite_file(suite_path, concurrency=args.concurrency, **filters)
+    if not results:
+        what = "selected" if collection.cases or suites else f"found in {len(collection.files)} eval file(s)"
+        return _usage_error(f"no eval cases {what} (paths: {' '.join(args.paths)})")
     duration = time.perf_counter() - start
     print(render_case_table(results, fmt=args.format, duration_s=duration), end="")
     code = EXIT_OK if all(r.passed for r in results) else EXIT_FAIL
 
     current = Snapshot.from_results(args.save or "current", results)
-    diff = None
+    gate: GateResult | None = None
     if baseline is not None:
-        significance = args.alpha is not None
-        diff = compare_snapshots(baseline, current, thresholds, alpha=args.alpha or 0.05)
+        gate = gate_run(baseline, current, thresholds, alpha=args.alpha)
         print()
-        print(render_diff(diff, fmt=args.format, require_significance=significance), end="")
-        if args.fail_on_regression and diff.exit_code(require_significance=significance):
+        print(render_diff(gate.diff, fmt=args.format, require_significance=gate.require_significance), end="")
+        if gate.regressions and not args.fail_on_regression:
+            print("(not gating: add --fail-on-regression to fail the run on these)")
+        if args.fail_on_regression and gate.regressions:
             code = EXIT_FAIL
+    gated = gate.regressions if gate is not None and args.fail_on_regression else []
     try:
         if args.save:
             store.save_snapshot(args.save, current)
@@ -267,11 +295,18 @@ def _cmd_test(args: argparse.Namespace) -> int:
                 "duration_s": duration,
                 "summary": {k: sum(r.outcome == k for r in results) for k in ("passed", "failed", "error")},
                 "cases": [r.model_dump(mode="json") for r in results],
-                "comparison": diff.model_dump(mode="json") if diff is not None else None,
+                "comparison": gate.diff.model_dump(mode="json") if gate is not None else None,
+                "regressions": None if gate is None else gate.payload(gated=bool(args.fail_on_regression)),
             }
             write_atomic(args.json_path, json.dumps(payload, indent=2) + "\n")
         if args.junit_xml:
-            write_atomic(args.junit_xml, render_junit_xml(results, duration_s=duration))
+            junit = render_junit_xml(
+                results,
+                duration_s=duration,
+                regressions=gated,
+                require_significance=args.alpha is not None,
+            )
+            write_atomic(args.junit_xml, junit)
     except (OSError, SnapshotError) as exc:
         return _usage_error(str(exc))
     return code

@@ -16,6 +16,15 @@ Ordinary test collection is left alone:
   are collected by pytest as usual, and a marked ``test_*`` function is collected once, as an eval
   case. Files pytest collects itself (``test_*.py``) are not touched.
 
+Regression gating works as in ``ragmetrics test``: ``--ragmetrics-save NAME`` saves the eval cases'
+results as snapshot NAME at the end of the session; ``--ragmetrics-compare NAME`` compares them with
+snapshot NAME and prints the comparison; with ``--ragmetrics-fail-on-regression`` a last test item,
+``ragmetrics-regression-gate``, fails listing every counted regression (so pytest's exit code, its
+summary and ``--junitxml`` agree). ``--ragmetrics-alpha``, ``--ragmetrics-regression-threshold``,
+``--ragmetrics-snapshot-dir`` and ``--ragmetrics-warm-latency`` mean what ``--alpha``,
+``--regression-threshold``, ``--snapshot-dir`` and ``--warm-latency`` mean there; the comparison is
+the same function (:func:`ragmetrics.pipeline.case_gate.gate_run`).
+
 Importing this module is cheap: ragmetrics' case machinery is imported only once an eval file is met.
 """
 
@@ -31,13 +40,17 @@ if TYPE_CHECKING:
     from ragmetrics.case_result import CaseResult
     from ragmetrics.cases import EvalCase
 
-__all__ = ["EvalCaseFailure", "EvalCaseItem"]
+__all__ = ["EvalCaseFailure", "EvalCaseItem", "RegressionGateItem"]
 
 # Same as ragmetrics.cases.EVAL_FILE_PATTERNS (a test keeps them equal); not imported from there so
 # that loading the plugin in every pytest run does not import pydantic.
 _EVAL_FILE_PATTERNS = ("eval_*.py", "*_eval.py")
 _MODES = ("explicit", "always", "never")
 _RESULTS = pytest.StashKey[list["CaseResult"]]()
+_BASELINE = pytest.StashKey[Any]()
+_GATE = pytest.StashKey[Any]()
+_GATE_NAME = "ragmetrics-regression-gate"
+_SAVED = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,6 +63,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="SCORE",
         help="min_score for eval cases that set none (as `ragmetrics test --threshold`)",
+    )
+    group.addoption("--ragmetrics-save", dest="ragmetrics_save", metavar="NAME", help="save a snapshot")
+    group.addoption(
+        "--ragmetrics-compare", dest="ragmetrics_compare", metavar="NAME", help="compare with snapshot NAME"
+    )
+    group.addoption(
+        "--ragmetrics-fail-on-regression",
+        dest="ragmetrics_fail_on_regression",
+        action="store_true",
+        help="fail (a last test item) when --ragmetrics-compare finds a regression",
+    )
+    group.addoption(
+        "--ragmetrics-alpha",
+        dest="ragmetrics_alpha",
+        type=float,
+        default=None,
+        metavar="A",
+        help="count a regression backed by per-sample data only when its p-value is below A",
+    )
+    group.addoption(
+        "--ragmetrics-regression-threshold",
+        dest="ragmetrics_thresholds",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="relative tolerance, e.g. score=-0.05, latency_ms=0.5 (latency is gated only when given)",
+    )
+    group.addoption(
+        "--ragmetrics-warm-latency",
+        dest="ragmetrics_warm_latency",
+        action="store_true",
+        help="run each eval case that reports no latency_ms twice and keep the second (warm) run",
+    )
+    group.addoption(
+        "--ragmetrics-snapshot-dir",
+        dest="ragmetrics_snapshot_dir",
+        default=".ragmetrics_evals",
+        metavar="DIR",
+        help="where snapshots live (default .ragmetrics_evals)",
     )
     parser.addini(
         "ragmetrics_evals",
@@ -68,6 +120,107 @@ def pytest_configure(config: pytest.Config) -> None:
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise pytest.UsageError(f"--ragmetrics-threshold must be in [0, 1], got {threshold}")
     config.stash[_RESULTS] = []
+    config.stash[_GATE] = None
+    config.stash[_BASELINE] = _load_baseline(config)
+
+
+def _thresholds(config: pytest.Config) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for text in config.getoption("ragmetrics_thresholds", None) or []:
+        metric, sep, raw = str(text).partition("=")
+        if not sep or not metric.strip():
+            raise pytest.UsageError(
+                "--ragmetrics-regression-threshold: expected METRIC=VALUE (e.g. latency_ms=0.5), "
+                f"got {text!r}"
+            )
+        try:
+            out[metric.strip()] = None if raw.strip().lower() in ("none", "off") else float(raw)
+        except ValueError:
+            raise pytest.UsageError(
+                f"--ragmetrics-regression-threshold: expected a number or 'none' after '=', got {text!r}"
+            ) from None
+    return out
+
+
+def _load_baseline(config: pytest.Config) -> Any:
+    """Check the snapshot options; the baseline snapshot when comparing (a bad option is a usage error)."""
+    save = config.getoption("ragmetrics_save", None)
+    compare = config.getoption("ragmetrics_compare", None)
+    alpha = config.getoption("ragmetrics_alpha", None)
+    thresholds = _thresholds(config)
+    if config.getoption("ragmetrics_fail_on_regression", False) and not compare:
+        raise pytest.UsageError("--ragmetrics-fail-on-regression needs --ragmetrics-compare NAME")
+    if alpha is not None and not 0.0 < alpha < 1.0:
+        raise pytest.UsageError(f"--ragmetrics-alpha must lie strictly between 0 and 1, got {alpha}")
+    if not (save or compare):
+        if thresholds or alpha is not None:
+            raise pytest.UsageError(
+                "--ragmetrics-regression-threshold and --ragmetrics-alpha need --ragmetrics-compare"
+            )
+        return None
+    from ragmetrics.errors import SnapshotError
+    from ragmetrics.pipeline.case_gate import known_metrics
+    from ragmetrics.pipeline.snapshot import EvalRegression
+
+    store = EvalRegression(Path(config.invocation_params.dir) / config.getoption("ragmetrics_snapshot_dir"))
+    try:
+        if save:
+            store.path_for(save)
+        baseline = store.load_snapshot(compare) if compare else None
+    except SnapshotError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if baseline is None:
+        if thresholds or alpha is not None:
+            raise pytest.UsageError(
+                "--ragmetrics-regression-threshold and --ragmetrics-alpha need --ragmetrics-compare"
+            )
+        return None
+    unknown = sorted(set(thresholds) - known_metrics(baseline))
+    if unknown:
+        raise pytest.UsageError(
+            f"--ragmetrics-regression-threshold for unknown metric(s) {unknown}; "
+            f"known: {sorted(known_metrics(baseline))}"
+        )
+    return baseline
+
+
+def _gate(config: pytest.Config) -> Any:
+    """The comparison of this session's eval case results with the baseline (computed once)."""
+    if config.stash[_GATE] is None:
+        from ragmetrics.pipeline.case_gate import gate_run
+        from ragmetrics.pipeline.snapshot import Snapshot
+
+        results: list[CaseResult] = config.stash[_RESULTS]
+        current = Snapshot.from_results(config.getoption("ragmetrics_save") or "current", results)
+        config.stash[_GATE] = gate_run(
+            config.stash[_BASELINE], current, _thresholds(config), alpha=config.getoption("ragmetrics_alpha")
+        )
+    return config.stash[_GATE]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """With ``--ragmetrics-fail-on-regression``, append the regression gate after the eval cases."""
+    if config.stash.get(_BASELINE, None) is None or not config.getoption("ragmetrics_fail_on_regression"):
+        return
+    if any(isinstance(item, EvalCaseItem) for item in items):
+        items.append(RegressionGateItem.from_parent(session, name=_GATE_NAME, nodeid=_GATE_NAME))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Save the snapshot (``--ragmetrics-save``) once every eval case has run."""
+    config = session.config
+    name = config.getoption("ragmetrics_save", None)
+    results = config.stash.get(_RESULTS, [])
+    if not name or not results:
+        return
+    from ragmetrics.pipeline.snapshot import EvalRegression, Snapshot
+
+    store = EvalRegression(Path(config.invocation_params.dir) / config.getoption("ragmetrics_snapshot_dir"))
+    store.save_snapshot(name, Snapshot.from_results(name, results))
+    config.stash[_SAVED] = str(store.path_for(name))
 
 
 def _is_eval_file(path: Path) -> bool:
@@ -153,7 +306,8 @@ class EvalCaseItem(pytest.Item):
         from ragmetrics.cases import run_case
 
         threshold = self.config.getoption("ragmetrics_threshold", None)
-        result = run_sync(run_case(self.case, threshold=threshold))
+        warm = bool(self.config.getoption("ragmetrics_warm_latency", False))
+        result = run_sync(run_case(self.case, threshold=threshold, warm=warm))
         self.result = result
         self.config.stash[_RESULTS].append(result)
         for key in ("score", "cost_usd", "latency_ms"):
@@ -178,12 +332,56 @@ class EvalCaseItem(pytest.Item):
         return self.path, (code.co_firstlineno - 1 if code else 0), f"eval case {self.name}"
 
 
+class RegressionGateError(Exception):
+    """Raised by the regression gate item; carries the message."""
+
+
+class RegressionGateItem(pytest.Item):
+    """The last item of a ``--ragmetrics-fail-on-regression`` run: fails when the comparison regressed."""
+
+    def runtest(self) -> None:
+        """Compare this session's eval case results with the baseline; fail listing each regression."""
+        from ragmetrics.pipeline.render import regression_message
+
+        gate = _gate(self.config)
+        self.user_properties.append(("regressions", len(gate.regressions)))
+        if gate.regressions:
+            lines = [regression_message(d, gate.require_significance) for d in gate.regressions]
+            count = len(lines)
+            head = (
+                f"{count} regression{'s' if count != 1 else ''} against snapshot '{gate.diff.baseline_name}'"
+            )
+            raise RegressionGateError("\n".join([head, *(f"  {line}" for line in lines)]))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """The regressions, one line each."""
+        if isinstance(excinfo.value, RegressionGateError):
+            from ragmetrics._terminal import printable
+
+            return printable(str(excinfo.value), multiline=True)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the baseline lives."""
+        return Path(self.config.invocation_params.dir), 0, f"ragmetrics regression gate ({_GATE_NAME})"
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """Print the table ``ragmetrics test`` prints, for the eval cases that ran."""
+    """Print the table ``ragmetrics test`` prints, for the eval cases that ran, and the comparison."""
     results = config.stash.get(_RESULTS, [])
     if not results:
         return
-    from ragmetrics.pipeline.render import render_case_table
+    from ragmetrics.pipeline.render import render_case_table, render_diff
 
     terminalreporter.section("ragmetrics eval cases")
     terminalreporter.write(render_case_table(results, details=False))
+    if config.stash.get(_BASELINE, None) is not None:
+        gate = _gate(config)
+        terminalreporter.write("\n" + render_diff(gate.diff, require_significance=gate.require_significance))
+        if gate.regressions and not config.getoption("ragmetrics_fail_on_regression"):
+            terminalreporter.write(
+                "(not gating: add --ragmetrics-fail-on-regression to fail the run on these)\n"
+            )
+    saved = config.stash.get(_SAVED, None)
+    if saved:
+        terminalreporter.write(f"\nSaved snapshot '{config.getoption('ragmetrics_save')}' to {saved}\n")

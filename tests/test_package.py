@@ -107,6 +107,7 @@ LAYERS = [
         "ragmetrics.eval",
         "ragmetrics.suite",
         "ragmetrics._suite_yaml",
+        "ragmetrics.suite_cases",
         "ragmetrics.__main__",
         "ragmetrics._fake",
         "ragmetrics.case_result",

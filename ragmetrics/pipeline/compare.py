@@ -22,7 +22,13 @@ How ``compare`` computes a delta, for each case in both snapshots and each metri
   paired differences ``d_i = current_i - baseline_i`` get a two-sided p-value from a sign-flip
   permutation test (``resamples`` random sign patterns, seeded) and a 95% percentile bootstrap
   confidence interval for ``mean(d)`` (``resamples`` paired resamples, same seed). ``significant``
-  is ``p_value < alpha``.
+  is ``p_value < alpha``. With fewer pairs, ``stat_note`` says so ("p-value needs at least 5 paired
+  samples; this comparison has 2") and a gate that asks for significance falls back to the
+  threshold rule for that delta.
+* One drop is counted once: a case's ``score`` is the aggregate of its named metrics, so when
+  ``score`` and one or more named metrics of the same case regress together, the ``score`` delta
+  records them in ``same_as`` and :meth:`Diff.regressions` leaves it out (a case whose named
+  metrics held while ``score`` fell still counts ``score``).
 """
 
 from __future__ import annotations
@@ -107,6 +113,11 @@ class Delta(BaseModel):
     """``p_value < alpha``; None when there are too few paired samples."""
     note: str | None = None
     """Why a value is missing or how a zero baseline was treated."""
+    stat_note: str | None = None
+    """Why there is no p-value or CI (too few paired samples); None when they were computed."""
+    same_as: list[str] = Field(default_factory=list)
+    """For a regressed ``score``: the named metrics of the case that regressed with it. Such a score
+    regression repeats theirs and is not counted again."""
 
 
 class Diff(BaseModel):
@@ -137,12 +148,17 @@ class Diff(BaseModel):
         return any(d.regressed for d in self.deltas)
 
     def regressions(self, *, require_significance: bool = False) -> list[Delta]:
-        """The regressed deltas; with ``require_significance``, minus those tested and found not significant.
+        """The regressed deltas, each drop once, minus (with ``require_significance``) the insignificant.
 
-        A regressed delta without a p-value (too few paired samples) still counts.
+        With ``require_significance`` a delta tested and found not significant is left out; one
+        without a p-value (too few paired samples, see ``stat_note``) still counts: the threshold
+        rule decides it. A ``score`` regression that repeats regressions of the case's named metrics
+        (``same_as``) is left out.
         """
         return [
-            d for d in self.deltas if d.regressed and not (require_significance and d.significant is False)
+            d
+            for d in self.deltas
+            if d.regressed and not d.same_as and not (require_significance and d.significant is False)
         ]
 
     def exit_code(self, *, require_significance: bool = False) -> int:
@@ -226,7 +242,11 @@ def _delta(
         n_pairs=len(pairs),
         note=note,
     )
-    if len(pairs) >= MIN_PAIRS:
+    if len(pairs) < MIN_PAIRS:
+        delta.stat_note = (
+            f"p-value needs at least {MIN_PAIRS} paired samples; this comparison has {len(pairs)}"
+        )
+    else:
         diffs = [cur_per[k] - base_per[k] for k in pairs]
         p_value, ci = paired_test(diffs, resamples=test["resamples"], seed=test["seed"])
         delta.p_value, delta.ci, delta.significant = p_value, ci, p_value < test["alpha"]
@@ -283,13 +303,19 @@ def compare_snapshots(
                 SignatureChange(case_name=b.name, baseline=b.signature, current=c.signature)
             )
         extra = sorted(set(b.metrics) | set(c.metrics))
+        case_deltas = []
         for metric in [*CORE_METRICS, *extra]:
             limit = limits.get(metric, limits["score"])
             floor = floors.get(metric, 0.0)
             delta = _delta(b.name, metric, b, c, limit, floor, alpha=alpha, resamples=resamples, seed=seed)
             if delta.baseline is None and delta.current is None:
                 continue
-            diff.deltas.append(delta)
+            case_deltas.append(delta)
+        named = [d.metric for d in case_deltas if d.regressed and d.metric not in CORE_METRICS]
+        for delta in case_deltas:
+            if delta.metric == "score" and delta.regressed and named:
+                delta.same_as = named
+        diff.deltas.extend(case_deltas)
     return diff
 
 

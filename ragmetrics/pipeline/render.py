@@ -12,12 +12,14 @@ from typing import Literal, Protocol
 from xml.etree import ElementTree as ET
 
 from ragmetrics._terminal import printable
+from ragmetrics.pipeline.compare import MIN_PAIRS
 from ragmetrics.pipeline.snapshot import Delta, Diff
 
-__all__ = ["CaseRow", "render_case_table", "render_diff", "render_junit_xml"]
+__all__ = ["CaseRow", "regression_message", "render_case_table", "render_diff", "render_junit_xml"]
 
 Format = Literal["text", "markdown"]
 _VERDICTS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
+_NOT_GATED = "not gated (threshold None)"
 
 
 class CaseRow(Protocol):
@@ -167,7 +169,32 @@ def _verdict(delta: Delta, require_significance: bool) -> str:
         return "ok" if delta.threshold is not None else "not gated"
     if require_significance and delta.significant is False:
         return "regressed (not significant)"
+    if delta.same_as:
+        return f"regressed (counted as {', '.join(delta.same_as)})"
     return "REGRESSED"
+
+
+def _p_value(delta: Delta, require_significance: bool) -> str:
+    if delta.p_value is not None:
+        return f"{delta.p_value:.3g}"
+    return f"n={delta.n_pairs}" if delta.stat_note and require_significance else "-"
+
+
+def regression_message(delta: Delta, require_significance: bool = False) -> str:
+    """One line on a counted regression: values, relative change, the tolerance and how it was decided."""
+    rel = "" if delta.relative is None else f" ({delta.relative:+.1%})"
+    limit = "" if delta.threshold is None else f", tolerance {delta.threshold:+.0%}"
+    line = (
+        f"{printable(delta.case_name)}.{printable(delta.metric)} regressed: "
+        f"{_value(delta.metric, delta.baseline)} -> {_value(delta.metric, delta.current)}{rel}{limit}"
+    )
+    if delta.note:
+        line += f"; {printable(delta.note)}"
+    if require_significance and delta.p_value is not None:
+        line += f"; p-value {delta.p_value:.3g}"
+    elif require_significance and delta.stat_note:
+        line += f"; {delta.stat_note}, so the threshold rule decides"
+    return line
 
 
 def render_diff(
@@ -199,7 +226,7 @@ def render_diff(
             _value(d.metric, d.current),
             _change(d),
             "-" if d.relative is None else f"{d.relative:+.1%}",
-            "-" if d.p_value is None else f"{d.p_value:.3g}",
+            _p_value(d, require_significance),
             "-" if d.ci is None else f"[{d.ci[0]:+.3g}, {d.ci[1]:+.3g}]",
             _verdict(d, require_significance),
         ]
@@ -216,9 +243,24 @@ def render_diff(
     ):
         if names:
             lines.append(f"Cases {label} ({len(names)}): {', '.join(printable(n) for n in names)}")
-    notes = [d for d in diff.deltas if d.note and d.baseline is not None and d.current is not None]
+    notes = [
+        d
+        for d in diff.deltas
+        if d.note and d.baseline is not None and d.current is not None and d.note != _NOT_GATED
+    ]  # an ungated metric is named once, in the thresholds line
     lines += [f"  {printable(d.case_name)}.{printable(d.metric)}: {printable(d.note)}" for d in notes]
+    if require_significance and any(d.stat_note for d in shown):
+        lines.append(
+            f"  p and 95% CI need at least {MIN_PAIRS} paired samples; 'n=K' shows how many a delta had"
+        )
     counted = diff.regressions(require_significance=require_significance)
+    if require_significance:
+        lines += [
+            f"  {printable(d.case_name)}.{printable(d.metric)}: {d.stat_note}; "
+            f"--alpha cannot apply, so the threshold rule ({d.threshold:+.0%}) decides: REGRESSED"
+            for d in counted
+            if d.stat_note and d.threshold is not None
+        ]
     if counted:
         which = ", ".join(f"{printable(d.case_name)}.{printable(d.metric)}" for d in counted)
         lines.append(f"{len(counted)} regression{'s' if len(counted) != 1 else ''}: {which}")
@@ -228,9 +270,18 @@ def render_diff(
 
 
 def render_junit_xml(
-    results: Sequence[CaseRow], *, suite: str = "ragmetrics", duration_s: float | None = None
+    results: Sequence[CaseRow],
+    *,
+    suite: str = "ragmetrics",
+    duration_s: float | None = None,
+    regressions: Sequence[Delta] = (),
+    require_significance: bool = False,
 ) -> str:
     """JUnit XML for CI systems: one ``testcase`` per case, with its values as properties.
+
+    Each of ``regressions`` (the counted regressions of a gating comparison, one per case and
+    metric) is one more failing ``testcase`` (classname ``ragmetrics.regressions``, name
+    ``<case>.<metric>``), so the counts agree with the exit code.
 
     Control characters in names, reasons and tracebacks are written as visible escapes: XML 1.0 cannot
     hold most of them, and CI systems print these fields to a terminal.
@@ -242,8 +293,8 @@ def render_junit_xml(
         root,
         "testsuite",
         name=suite,
-        tests=str(len(results)),
-        failures=str(counts["failed"]),
+        tests=str(len(results) + len(regressions)),
+        failures=str(counts["failed"] + len(regressions)),
         errors=str(counts["error"]),
         skipped="0",
         time=f"{duration_s if duration_s is not None else total:.3f}",
@@ -271,5 +322,16 @@ def render_junit_xml(
             message = printable("; ".join(r.reasons()))[:1000]
             error = ET.SubElement(case, "error", message=message, type="EvalCaseError")
             error.text = printable(r.traceback or r.describe(), multiline=True)
+    for delta in regressions:
+        case = ET.SubElement(
+            node,
+            "testcase",
+            classname="ragmetrics.regressions",
+            name=f"{printable(delta.case_name)}.{printable(delta.metric)}",
+            time="0.000",
+        )
+        message = regression_message(delta, require_significance)
+        failure = ET.SubElement(case, "failure", message=message[:1000], type="EvalRegression")
+        failure.text = message
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
