@@ -26,8 +26,9 @@ prompts are not read), the same input always giving the same output.
     ``off_topic``; refusals with no direct claim make the answer not address the question.
 
 ``claims.verify`` (``claims``, ``contexts``)
-    Every verdict carries ``support``, the probability that the claim is supported, and faithfulness
-    is then the mean support (the expected share of supported claims). *Raw support* is the
+    Every verdict carries ``support``, the probability that the claim is supported; faithfulness is
+    supported / all claims as for every judge, and reports the mean support in
+    ``details["mean_support"]`` (a finer signal for ranking). *Raw support* is the
     equal-weight mean of three recall features against all the contexts taken together (a claim may
     combine two passages, as a cited sentence often does): the share of the claim's content stems,
     of all its words (function words included: personal asides and chatter count against it) and of
