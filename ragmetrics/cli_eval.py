@@ -147,14 +147,15 @@ def _columns(text: str) -> dict[str, str]:
     return columns
 
 
-def _judge_spec(args: argparse.Namespace) -> str:
+def _judge_spec(args: argparse.Namespace, *, needs_key: bool = True) -> str:
+    """The judge spec to use; checks it parses and, if it will be called, that it has a key."""
     from ragmetrics.errors import ConfigError
     from ragmetrics.settings import api_key_for, default_judge_spec, parse_judge_spec
 
     spec = args.judge or default_judge_spec()
     try:
         settings = parse_judge_spec(spec)
-        if settings.provider != "offline":
+        if needs_key and settings.provider != "offline":
             api_key_for(settings)
     except ConfigError as exc:
         raise _UsageError(str(exc)) from None
@@ -167,8 +168,19 @@ _FIXED_PASS_MARK = frozenset({"exact_match", "contains", "json_validity", "json_
 """Evaluators that need no options and keep their own pass mark."""
 
 
+def _estimate_judge(spec: str, *, cache: bool) -> Any:
+    """The judge an estimate prices with: a provider judge built without its API key (never called)."""
+    from ragmetrics.settings import parse_judge_spec
+
+    if parse_judge_spec(spec).provider == "offline":
+        return spec
+    from ragmetrics.judge import make_judge, resolve_judge
+
+    return resolve_judge(make_judge(spec, require_key=False), cache=cache)
+
+
 def _metrics(
-    args: argparse.Namespace, spec: str, threshold: float | None, judge_concurrency: int | None = None
+    args: argparse.Namespace, spec: Any, threshold: float | None, judge_concurrency: int | None = None
 ) -> list[Any]:
     from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
 
@@ -304,7 +316,12 @@ def _eval(args: argparse.Namespace) -> int:
     metrics = _metrics(args, spec, args.threshold, judge_concurrency)
     data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
     notice = sys.stderr if args.json else sys.stdout
-    if spec == "offline":
+    from ragmetrics.metrics import RAG_METRICS
+
+    judged = any(n.strip() in RAG_METRICS for n in args.metrics.split(","))
+    if args.quiet or not judged:
+        pass  # --quiet prints no banner; a run of only non-judged evaluators has no judge to name
+    elif spec == "offline":
         _say(
             "ragmetrics: no judge configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --judge): "
             "scoring with the offline heuristic judge.",
@@ -366,8 +383,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     """Run ``ragmetrics estimate``; returns the exit code."""
     try:
         path = _data_path(args)
-        spec = _judge_spec(args)
-        metrics = _metrics(args, spec, None)
+        spec = _judge_spec(args, needs_key=False)  # an estimate calls nothing, so it needs no key
+        metrics = _metrics(args, _estimate_judge(spec, cache=not args.no_cache), None)
         data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
         from ragmetrics.errors import ConfigError
         from ragmetrics.pipeline import EvaluationPipeline

@@ -35,9 +35,11 @@ def sdk_takes_temperature() -> bool:
 class AnthropicJudge(ProviderJudge):
     """A judge on the Anthropic Messages API."""
 
-    def __init__(self, settings: JudgeSettings, **kwargs: Any) -> None:
+    def __init__(self, settings: JudgeSettings, *, require_key: bool = True, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
-        self._api_key = api_key_for(settings)
+        # Raises ConfigError naming the variable; ``require_key=False`` (estimates, which call
+        # nothing) defers that to the first call.
+        self._api_key = api_key_for(settings) if require_key else None
         if not sdk_takes_temperature():  # the model's own default applies; say so rather than claim 0
             self.info = self.info.model_copy(update={"temperature": None})
 
@@ -48,7 +50,7 @@ class AnthropicJudge(ProviderJudge):
         from anthropic import AsyncAnthropic
 
         return AsyncAnthropic(
-            api_key=self._api_key,
+            api_key=self._api_key or api_key_for(self.settings),
             base_url=self.settings.base_url,
             max_retries=0,
             timeout=self.settings.timeout_s,

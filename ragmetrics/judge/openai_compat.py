@@ -22,9 +22,11 @@ __all__ = ["OpenAIJudge"]
 class OpenAIJudge(ProviderJudge):
     """A judge on the OpenAI Chat Completions API (or a compatible server)."""
 
-    def __init__(self, settings: JudgeSettings, **kwargs: Any) -> None:
+    def __init__(self, settings: JudgeSettings, *, require_key: bool = True, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
-        self._api_key = api_key_for(settings)  # raises ConfigError naming the variable
+        # Raises ConfigError naming the variable; ``require_key=False`` (estimates, which call
+        # nothing) defers that to the first call.
+        self._api_key = api_key_for(settings) if require_key else None
         self._mode = "tools" if settings.mode in ("auto", "tools") else "json"
 
     def __repr__(self) -> str:  # never shows the key
@@ -34,7 +36,7 @@ class OpenAIJudge(ProviderJudge):
         from openai import AsyncOpenAI
 
         return AsyncOpenAI(
-            api_key=self._api_key,
+            api_key=self._api_key or api_key_for(self.settings),
             base_url=self.settings.base_url,
             max_retries=0,
             timeout=self.settings.timeout_s,
