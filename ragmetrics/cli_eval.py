@@ -363,7 +363,8 @@ def _eval(args: argparse.Namespace) -> int:
         tokens = usage.prompt_tokens + usage.completion_tokens
         _say(
             f"\n{stats.samples} samples, {usage.calls} LLM calls, {tokens} "
-            f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s"
+            f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, "
+            f"{stats.cache.shared} shared, {stats.wall_time_s:.1f} s"
         )
         worst = _worst(results, args.worst)
         if worst:
