@@ -248,6 +248,11 @@ def _summary_table(report: Any) -> str:
     return "\n".join(lines)
 
 
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in ``...`` when something was cut."""
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
 def _worst(records: Sequence[Any], n: int) -> str:
     scored = [r for r in records if r.mean_score is not None]
     scored.sort(key=lambda r: r.mean_score)
@@ -259,21 +264,21 @@ def _worst(records: Sequence[Any], n: int) -> str:
             + "  ".join(f"{printable(k)} {_fmt(v)}" for k, v in r.scores.items())
         )
         if question:
-            out.append(f"    Q: {printable(question[:110])}")
+            out.append(f"    Q: {printable(_clip(question, 110))}")
         seen = set()
         for result in r.results.values():
             for claim in result.claims:
                 if claim.verdict in ("contradicted", "not_found") and claim.text not in seen:
                     seen.add(claim.text)
-                    line = f"    {claim.verdict.upper()}: {printable(claim.text[:100])}"
+                    line = f"    {claim.verdict.upper()}: {printable(_clip(claim.text, 100))}"
                     if claim.evidence:
-                        line += f'\n      context {claim.context_index}: "{printable(claim.evidence[:100])}"'
+                        line += f'\n      context {claim.context_index}: "{printable(_clip(claim.evidence, 100))}"'
                     out.append(line)
     failed = [r for r in records if r.errors]
     if failed:
         out.append(
             f"{len(failed)} record(s) carry errors, e.g. #{failed[0].index}: "
-            f"{printable(failed[0].errors[0].message[:160])}"
+            f"{printable(_clip(failed[0].errors[0].message, 160))}"
         )
     return "\n".join(out)
 

@@ -43,3 +43,12 @@ def test_estimate_needs_no_api_key(
     # A run still needs the key, and says which variable to set.
     assert main(["eval", "--example", "--judge", spec]) == 2
     assert variable in capsys.readouterr().err
+
+
+def test_worst_samples_cut_long_claims_with_an_ellipsis(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--example", "--worst", "12", "--judge", "offline"]) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    claims = [line for line in lines if line.startswith(("NOT_FOUND:", "CONTRADICTED:"))]
+    long = [line for line in claims if len(line.split(": ", 1)[1]) >= 100]
+    assert long, claims  # the example has claims longer than the terminal budget
+    assert all(line.endswith("...") for line in long), long
