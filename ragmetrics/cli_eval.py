@@ -272,7 +272,8 @@ def _worst(records: Sequence[Any], n: int) -> str:
                     seen.add(claim.text)
                     line = f"    {claim.verdict.upper()}: {printable(_clip(claim.text, 100))}"
                     if claim.evidence:
-                        line += f'\n      context {claim.context_index}: "{printable(_clip(claim.evidence, 100))}"'
+                        evidence = printable(_clip(claim.evidence, 100))
+                        line += f'\n      context {claim.context_index}: "{evidence}"'
                     out.append(line)
     failed = [r for r in records if r.errors]
     if failed:
