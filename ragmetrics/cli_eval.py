@@ -177,14 +177,15 @@ def _columns(text: str) -> dict[str, str]:
     return columns
 
 
-def _judge_spec(args: argparse.Namespace) -> str:
+def _judge_spec(args: argparse.Namespace, *, needs_key: bool = True) -> str:
+    """The judge spec to use; checks it parses and, if it will be called, that it has a key."""
     from ragmetrics.errors import ConfigError
     from ragmetrics.settings import api_key_for, default_judge_spec, parse_judge_spec
 
     spec = args.judge or default_judge_spec()
     try:
         settings = parse_judge_spec(spec)
-        if settings.provider != "offline":
+        if needs_key and settings.provider != "offline":
             api_key_for(settings)
     except ConfigError as exc:
         raise _UsageError(str(exc)) from None
@@ -197,8 +198,19 @@ _FIXED_PASS_MARK = frozenset({"exact_match", "contains", "json_validity", "json_
 """Evaluators that need no options and keep their own pass mark."""
 
 
+def _estimate_judge(spec: str, *, cache: bool) -> Any:
+    """The judge an estimate prices with: a provider judge built without its API key (never called)."""
+    from ragmetrics.settings import parse_judge_spec
+
+    if parse_judge_spec(spec).provider == "offline":
+        return spec
+    from ragmetrics.judge import make_judge, resolve_judge
+
+    return resolve_judge(make_judge(spec, require_key=False), cache=cache)
+
+
 def _metrics(
-    args: argparse.Namespace, spec: str, threshold: float | None, options: dict[str, Any] | None = None
+    args: argparse.Namespace, spec: Any, threshold: float | None, options: dict[str, Any] | None = None
 ) -> list[Any]:
     from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
 
@@ -266,6 +278,11 @@ def _summary_table(report: Any) -> str:
     return "\n".join(lines)
 
 
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in ``...`` when something was cut."""
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
 def _worst(records: Sequence[Any], n: int) -> str:
     scored = [r for r in records if r.mean_score is not None]
     scored.sort(key=lambda r: r.mean_score)
@@ -277,21 +294,22 @@ def _worst(records: Sequence[Any], n: int) -> str:
             + "  ".join(f"{printable(k)} {_fmt(v)}" for k, v in r.scores.items())
         )
         if question:
-            out.append(f"    Q: {printable(question[:110])}")
+            out.append(f"    Q: {printable(_clip(question, 110))}")
         seen = set()
         for result in r.results.values():
             for claim in result.claims:
                 if claim.verdict in ("contradicted", "not_found") and claim.text not in seen:
                     seen.add(claim.text)
-                    line = f"    {claim.verdict.upper()}: {printable(claim.text[:100])}"
+                    line = f"    {claim.verdict.upper()}: {printable(_clip(claim.text, 100))}"
                     if claim.evidence:
-                        line += f'\n      context {claim.context_index}: "{printable(claim.evidence[:100])}"'
+                        evidence = printable(_clip(claim.evidence, 100))
+                        line += f'\n      context {claim.context_index}: "{evidence}"'
                     out.append(line)
     failed = [r for r in records if r.errors]
     if failed:
         out.append(
             f"{len(failed)} record(s) carry errors, e.g. #{failed[0].index}: "
-            f"{printable(failed[0].errors[0].message[:160])}"
+            f"{printable(_clip(failed[0].errors[0].message, 160))}"
         )
     return "\n".join(out)
 
@@ -334,7 +352,12 @@ def _eval(args: argparse.Namespace) -> int:
     metrics = _metrics(args, spec, args.threshold, _judge_options(args))
     data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
     notice = sys.stderr if args.json else sys.stdout
-    if spec == "offline":
+    from ragmetrics.metrics import RAG_METRICS
+
+    judged = any(n.strip() in RAG_METRICS for n in args.metrics.split(","))
+    if args.quiet or not judged:
+        pass  # --quiet prints no banner; a run of only non-judged evaluators has no judge to name
+    elif spec == "offline":
         _say(
             "ragmetrics: no judge configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --judge): "
             "scoring with the offline heuristic judge.",
@@ -376,7 +399,8 @@ def _eval(args: argparse.Namespace) -> int:
         tokens = usage.prompt_tokens + usage.completion_tokens
         _say(
             f"\n{stats.samples} samples, {usage.describe()}, {tokens} "
-            f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s"
+            f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, "
+            f"{stats.cache.shared} shared, {stats.wall_time_s:.1f} s"
         )
         worst = _worst(results, args.worst)
         if worst:
@@ -428,8 +452,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     """Run ``ragmetrics estimate``; returns the exit code."""
     try:
         path = _data_path(args)
-        spec = _judge_spec(args)
-        metrics = _metrics(args, spec, None)
+        spec = _judge_spec(args, needs_key=False)  # an estimate calls nothing, so it needs no key
+        metrics = _metrics(args, _estimate_judge(spec, cache=not args.no_cache), None)
         data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
         from ragmetrics.errors import ConfigError
         from ragmetrics.pipeline import EvaluationPipeline

@@ -63,7 +63,9 @@ class Usage(BaseModel):
     unmetered: int = 0
     """Of ``calls``: attempts the provider reported no usage for (timed out, an error status)."""
     cached_calls: int = 0
-    """Requests answered from the cache or shared with an identical request in flight."""
+    """Requests answered from the judge cache (stored by an earlier run), not sent."""
+    shared_calls: int = 0
+    """Requests answered by an identical request of the same run (in flight or done), not sent."""
     prompt_tokens: int = 0
     """Prompt (input) tokens billed, over every answered attempt."""
     completion_tokens: int = 0
@@ -79,6 +81,7 @@ class Usage(BaseModel):
             retries=self.retries + other.retries,
             unmetered=self.unmetered + other.unmetered,
             cached_calls=self.cached_calls + other.cached_calls,
+            shared_calls=self.shared_calls + other.shared_calls,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=self.cost_usd + other.cost_usd,

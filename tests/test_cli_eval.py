@@ -78,7 +78,7 @@ def test_csv_input_with_renamed_columns_and_limit(tmp_path):
             "set the OPENAI_API_KEY environment variable",
         ),
         (("eval", "--example", "--judge", "anthropic:claude-haiku-4-5"), "ANTHROPIC_API_KEY"),
-        (("estimate", "--example", "--judge", "openai:gpt-4o-mini"), "OPENAI_API_KEY"),
+        (("estimate", "--example", "--judge", "gpt4"), "unknown judge spec 'gpt4'"),  # needs no key, a spec
     ],
 )
 def test_errors_are_one_line_and_exit_2(args, message, tmp_path):

@@ -168,6 +168,8 @@ class _Lane:
 
     jobs: list[_Job] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
+    background: bool = False
+    """The scorer's own background loop (never hands its jobs over: it is the fallback)."""
 
 
 def _summary(errors: Sequence[ErrorRecord]) -> str | None:
@@ -284,36 +286,73 @@ class BackgroundScorer:
     def _enqueue(self, loop: asyncio.AbstractEventLoop, job: _Job) -> None:
         """On ``loop``'s thread: queue the job and make sure a drain task runs."""
         with self._lock:
-            lane = self._lanes.setdefault(loop, _Lane())
+            lane = self._lanes.setdefault(loop, _Lane(background=loop is self._thread_loop))
         lane.jobs.append(job)
         if lane.task is None or lane.task.done():
             # a fresh context: scoring must not run inside (or be traced as part of) the app's run
             lane.task = contextvars.Context().run(loop.create_task, self._drain(loop, lane))
+            lane.task.add_done_callback(lambda task: self._lane_ended(loop, lane, task))
+
+    def _lane_ended(self, loop: asyncio.AbstractEventLoop, lane: _Lane, task: asyncio.Task[None]) -> None:
+        """A drain task cancelled before it ran (the loop closing at once) still hands its jobs over."""
+        if task.cancelled() and lane.jobs and lane.task is task:
+            jobs, lane.jobs = lane.jobs, []
+            self._settle(self._cut_off(jobs, lane))
+            with self._lock:
+                if self._lanes.get(loop) is lane:
+                    del self._lanes[loop]
 
     # -- the loop's side --------------------------------------------------------------------------------
     async def _drain(self, loop: asyncio.AbstractEventLoop, lane: _Lane) -> None:
         try:
             while lane.jobs:
                 batch, lane.jobs = lane.jobs, []
+                kept = batch
                 try:
                     await self._process(batch)
                 except asyncio.CancelledError:
-                    self._abandon(batch, asyncio.CancelledError(_CANCELLED))
+                    kept = self._cut_off(batch, lane)
                     raise
                 except Exception as exc:  # a bug of ours: the runs still get a record
                     logger.exception("ragmetrics: scoring a batch of captured runs failed")
                     self._abandon(batch, exc)
                 finally:
-                    self._settle(batch)
+                    self._settle(kept)
         except asyncio.CancelledError:
-            self._abandon(lane.jobs, asyncio.CancelledError(_CANCELLED))
-            self._settle(lane.jobs)
+            self._settle(self._cut_off(lane.jobs, lane))
             lane.jobs = []
             raise
         finally:
             with self._lock:
                 if self._lanes.get(loop) is lane and not lane.jobs:
                     del self._lanes[loop]
+
+    def _cut_off(self, jobs: list[_Job], lane: _Lane) -> list[_Job]:
+        """The loop was cancelling our work (``asyncio.run`` ending before a flush): nothing is lost.
+
+        The jobs not scored yet are handed to the background thread, which scores them again
+        (``close()`` or ``flush()`` from any thread waits for them). On the background loop itself, or
+        if the hand-over fails, they get a "cancelled" failure record. Returns the jobs kept here.
+        """
+        todo = [job for job in jobs if job.result is None]
+        if todo and not lane.background:
+            try:
+                target = self._background_loop()
+                with self._lock:
+                    for job in todo:
+                        self._outstanding[job] = target
+                for job in todo:
+                    target.call_soon_threadsafe(self._enqueue, target, job)
+                logger.info(
+                    "ragmetrics: %d captured runs cut off by their event loop closing are "
+                    "scored on the background thread",
+                    len(todo),
+                )
+                return [job for job in jobs if job.result is not None]
+            except Exception:  # noqa: BLE001 - the thread could not start: record them as cut off
+                logger.exception("ragmetrics: could not hand over captured runs cut off by their loop")
+        self._abandon(jobs, asyncio.CancelledError(_CANCELLED))
+        return jobs
 
     def _abandon(self, jobs: Iterable[_Job], exc: BaseException) -> None:
         """Give every job of ``jobs`` that has no record yet a failure record."""

@@ -23,13 +23,16 @@ def make_judge(spec: str, **options: Any) -> Judge:
     Args:
         spec: ``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL``, ``offline`` or ``offline+semantic``.
         **options: :class:`~ragmetrics.settings.JudgeSettings` fields, plus ``prices`` (a price table;
-            default: the bundled table, updated by the JSON file named in ``RAGMETRICS_PRICES``).
+            default: the bundled table, updated by the JSON file named in ``RAGMETRICS_PRICES``) and
+            ``require_key`` (default True; False defers a missing API key to the first call, for
+            estimates, which call nothing).
 
     Raises:
         ConfigError: Malformed spec, bad option, or the provider's API key is not set.
         MissingDependencyError: ``offline+semantic`` without the ``embeddings`` extra.
     """
     prices = options.pop("prices", None)
+    require_key = bool(options.pop("require_key", True))
     settings = parse_judge_spec(spec, **options)
     if prices is None and settings.provider != "offline" and prices_file() is not None:
         from ragmetrics.judge.pricing import load_prices
@@ -42,10 +45,10 @@ def make_judge(spec: str, **options: Any) -> Judge:
     if settings.provider == "anthropic":
         from ragmetrics.judge.anthropic import AnthropicJudge
 
-        return AnthropicJudge(settings, prices=prices)
+        return AnthropicJudge(settings, prices=prices, require_key=require_key)
     from ragmetrics.judge.openai_compat import OpenAIJudge
 
-    return OpenAIJudge(settings, prices=prices)
+    return OpenAIJudge(settings, prices=prices, require_key=require_key)
 
 
 def resolve_judge(

@@ -37,9 +37,11 @@ def sdk_takes_temperature() -> bool:
 class AnthropicJudge(ProviderJudge):
     """A judge on the Anthropic Messages API."""
 
-    def __init__(self, settings: JudgeSettings, **kwargs: Any) -> None:
+    def __init__(self, settings: JudgeSettings, *, require_key: bool = True, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
-        self._api_key = api_key_for(settings)
+        # Raises ConfigError naming the variable; ``require_key=False`` (estimates, which call
+        # nothing) defers that to the first call.
+        self._api_key = api_key_for(settings) if require_key else None
         if not sdk_takes_temperature():  # the model's own default applies; say so rather than claim 0
             self.info = self.info.model_copy(update={"temperature": None})
 
@@ -49,6 +51,8 @@ class AnthropicJudge(ProviderJudge):
     def _make_client(self) -> Any:
         import anthropic
 
+        if self._api_key is None:
+            self._api_key = api_key_for(self.settings)
         return anthropic.AsyncAnthropic(
             api_key=self._api_key,
             base_url=self.settings.base_url,

@@ -6,6 +6,11 @@ full hash, the response schema's hash, the consumer's version, the task, the ren
 the repeat index. Left out on purpose: API keys, retries, timeouts, concurrency. Only validated
 replies are stored. Heuristic (offline) judges are memoised in memory but not written to disk: they
 are cheaper to recompute than to read back, and can never serve a verdict from older heuristics.
+
+Hits and sharing are told apart: a reply read from the disk (or remembered from an earlier run of this
+judge, i.e. before its last :meth:`CachingJudge.aclose`) is a cache hit (``Usage.cached_calls``); a
+request that joined an identical one in flight, or repeated one already answered in this run, is
+*shared* (``Usage.shared_calls``): a first run over an empty cache has no hits.
 """
 
 from __future__ import annotations
@@ -70,9 +75,9 @@ class CacheStats:
     """Hits and misses of one caching judge."""
 
     hits: int = 0
-    """Replies served from disk or memory."""
+    """Replies served from the disk cache, or from memory when an earlier run stored them."""
     shared: int = 0
-    """Requests that joined an identical request already in flight."""
+    """Requests that joined an identical request in flight or repeated one answered in this run."""
     misses: int = 0
     """Requests that went to the judge."""
 
@@ -93,6 +98,10 @@ class CachingJudge:
         self.directory = Path(directory) if directory is not None and not inner.info.heuristic else None
         self.stats = CacheStats()
         self._memo: LruMemo[dict[str, Any]] = LruMemo(memo_size)
+        self._seen: LruMemo[int] = LruMemo(memo_size)
+        """Key -> the last run (``_run``) in which this judge answered it (by a call, disk or memo)."""
+        self._run = 0
+        """Counts :meth:`aclose` calls: each pipeline run or ``*_sync`` call ends with one."""
         self._inflight: dict[tuple[int, str], asyncio.Future[dict[str, Any]]] = {}
         self._store: DiskStore[dict[str, Any]] = DiskStore(
             self.directory, what="judge cache", hint="pass cache=False (or --no-cache) to run without it"
@@ -112,13 +121,17 @@ class CachingJudge:
         started = time.perf_counter()
         key = cache_key(self.inner, request)
         entry = self._memo.get(key)
+        if entry is not None and self._seen.get(key) == self._run:
+            self.stats.shared += 1  # already answered in this run: shared, not a cache hit
+            return self._reply(request, entry, started, shared=True)
         if entry is None:
             entry = self._store.get(key)
             if entry is not None:
                 self._memo.put(key, entry)
         if entry is not None:
+            self._seen.put(key, self._run)
             self.stats.hits += 1
-            return self._reply(request, entry, started, cached=True)
+            return self._reply(request, entry, started)
         flight_key = (id(asyncio.get_running_loop()), key)
         pending = self._inflight.get(flight_key)
         while pending is not None:
@@ -131,7 +144,7 @@ class CachingJudge:
                 pending = self._inflight.get(flight_key)
                 continue
             self.stats.shared += 1
-            return self._reply(request, entry, started, cached=True)
+            return self._reply(request, entry, started, shared=True)
         self.stats.misses += 1
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._inflight[flight_key] = future
@@ -142,7 +155,7 @@ class CachingJudge:
             raise
         except BaseException as exc:
             # requests that joined this call spent nothing: their copy of a JudgeError carries no usage
-            shared = exc.with_usage(Usage(cached_calls=1)) if isinstance(exc, JudgeError) else exc
+            shared = exc.with_usage(Usage(shared_calls=1)) if isinstance(exc, JudgeError) else exc
             future.set_exception(shared)
             future.exception()  # mark retrieved: waiters re-raise it themselves
             raise
@@ -150,23 +163,25 @@ class CachingJudge:
             self._inflight.pop(flight_key, None)
         entry = {"value": reply.value.model_dump(mode="json"), "usage": reply.usage.model_dump()}
         self._memo.put(key, entry)
+        self._seen.put(key, self._run)
         self._store.set_many({key: entry})
         future.set_result(entry)
         return reply
 
     def _reply(
-        self, request: JudgeRequest, entry: dict[str, Any], started: float, *, cached: bool
+        self, request: JudgeRequest, entry: dict[str, Any], started: float, *, shared: bool = False
     ) -> JudgeReply:
         value = request.response_model.model_validate(entry["value"], context=dict(request.context))
         return JudgeReply(
             value=value,
-            usage=Usage(cached_calls=1),
+            usage=Usage(shared_calls=1) if shared else Usage(cached_calls=1),
             latency_ms=(time.perf_counter() - started) * 1000.0,
-            cached=cached,
+            cached=True,
         )
 
     async def aclose(self) -> None:
-        """Close the inner judge's clients and the disk cache."""
+        """Close the inner judge's clients and the disk cache; the run ends (later repeats are hits)."""
+        self._run += 1
         await self.inner.aclose()
         self._store.close()
 

@@ -26,8 +26,9 @@ prompts are not read), the same input always giving the same output.
     ``off_topic``; refusals with no direct claim make the answer not address the question.
 
 ``claims.verify`` (``claims``, ``contexts``)
-    Every verdict carries ``support``, the probability that the claim is supported, and faithfulness
-    is then the mean support (the expected share of supported claims). *Raw support* is the
+    Every verdict carries ``support``, the probability that the claim is supported; faithfulness is
+    supported / all claims as for every judge, and reports the mean support in
+    ``details["mean_support"]`` (a finer signal for ranking). *Raw support* is the
     equal-weight mean of three recall features against all the contexts taken together (a claim may
     combine two passages, as a cited sentence often does): the share of the claim's content stems,
     of all its words (function words included: personal asides and chatter count against it) and of
@@ -69,7 +70,7 @@ extra, constructing such a judge raises ``MissingDependencyError``. Measured on 
 (``benchmarks/results/offline_quality_semantic.json``) it changes nothing that matters: faithfulness
 AUROC 0.942 / 0.733 (BEGIN / ExpertQA) with it and 0.942 / 0.737 without, balanced accuracy 0.847 at its best
 threshold against 0.860, at about 0.25 s instead of 2 ms per record. nltk's Porter stemmer loads on
-first use.
+first use, without ``import nltk`` (which would import scikit-learn, scipy and pandas when installed).
 """
 
 from __future__ import annotations

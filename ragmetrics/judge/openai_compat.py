@@ -34,9 +34,11 @@ __all__ = ["OpenAIJudge"]
 class OpenAIJudge(ProviderJudge):
     """A judge on the OpenAI Chat Completions API (or a compatible server)."""
 
-    def __init__(self, settings: JudgeSettings, **kwargs: Any) -> None:
+    def __init__(self, settings: JudgeSettings, *, require_key: bool = True, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
-        self._api_key = api_key_for(settings)  # raises ConfigError naming the variable
+        # Raises ConfigError naming the variable; ``require_key=False`` (estimates, which call
+        # nothing) defers that to the first call.
+        self._api_key = api_key_for(settings) if require_key else None
         self._mode: str = "tools" if settings.mode == "auto" else settings.mode
         """The wire form of the next call: forced, or what auto found this judge's server to accept
         (a judge talks to one server; metrics and pipelines with equal judge settings share a judge)."""
@@ -47,6 +49,8 @@ class OpenAIJudge(ProviderJudge):
     def _make_client(self) -> Any:
         import openai
 
+        if self._api_key is None:
+            self._api_key = api_key_for(self.settings)
         return openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.settings.base_url,

@@ -1,10 +1,11 @@
 """Faithfulness: the share of the answer's claims that the contexts support.
 
 Contradicted and unverifiable claims both count against the answer (an unverifiable addition is
-"baseless information", as in RAGTruth). A heuristic judge (the offline judge) gives each claim a
-probability of being supported instead of a certain verdict; the score is then the mean probability,
-the expected share of supported claims. No claims: 1.0 with status ``no_claims``. No contexts: every
-claim is unverifiable, so 0.0 (no verification call is made).
+"baseless information", as in RAGTruth). The score is supported / all claims whatever the judge; a
+heuristic judge (the offline judge) also gives each claim a probability of being supported, and their
+mean goes in ``details["mean_support"]`` (a finer ranking signal), never in the score. No claims: 1.0
+with status ``no_claims``. No contexts: every claim is unverifiable, so 0.0 (no verification call is
+made).
 """
 
 from __future__ import annotations
@@ -43,11 +44,11 @@ class FaithfulnessMetric(VerifiedClaimMetric):
         score = supported / len(records)
         parts = [f"{supported} of {len(records)} claims are supported by the contexts."]
         if all(r.support is not None for r in records):
-            # A heuristic judge is unsure: it gives each claim a probability of being supported, and
-            # the score is the expected share of supported claims (its verdicts are p >= 0.5).
-            score = sum(r.support or 0.0 for r in records) / len(records)
-            details["soft"] = True
-            parts.append(f"Score = mean support probability {score:.2f} (heuristic judge).")
+            # A heuristic judge's soft probabilities are a detail for ranking; the score stays the
+            # metric's definition over its verdicts, as for every other judge.
+            mean_support = sum(r.support or 0.0 for r in records) / len(records)
+            details["mean_support"] = mean_support
+            parts.append(f"Mean support probability {mean_support:.2f} (heuristic judge).")
         for label in ("contradicted", "not_found"):
             bad = [
                 describe_claim(i, r)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ragmetrics.errors import InvalidInputError, NoScoreError
 from ragmetrics.judge.metering import unclaimed
+from ragmetrics.pipeline._busy_time import BusyTime, timed
 from ragmetrics.pipeline._failure import SampleTimeoutError, failure_record
 from ragmetrics.pipeline._metric_call import MetricCall
 from ragmetrics.pipeline.dataset import Row, to_sample
@@ -75,19 +76,29 @@ class SampleExecutor:
                 errors = [failure_record(exc, row=row.index)]
                 return self.failed_record(row, None, errors, (time.perf_counter() - started) * 1000.0), exc
         jobs = [(call, r) for call in self.calls for r in range(self.repeats)]
+        busy = BusyTime()
         with unclaimed() as cut_off:  # what calls cancelled by the sample's timeout had spent
-            outcomes: list[MetricResult | BaseException] = await self._run_jobs(sample, jobs)
-        return self._build(row, sample, jobs, outcomes, started, cut_off.usage)
+            outcomes: list[MetricResult | BaseException] = await self._run_jobs(sample, jobs, busy)
+        # The row's latency is the time its metrics ran or awaited something of their own, not the time
+        # they waited for the event loop behind other rows (which made every row show the batch time).
+        return self._build(row, sample, jobs, outcomes, busy.total_ms(), cut_off.usage)
 
-    async def _run_jobs(self, sample: Sample, jobs: list[tuple[MetricCall, int]]) -> list[Any]:
+    async def _run_jobs(
+        self, sample: Sample, jobs: list[tuple[MetricCall, int]], busy: BusyTime
+    ) -> list[Any]:
+        """Run the jobs, recording their busy time into ``busy``; outcomes in job order."""
+
+        async def job(call: MetricCall, repeat: int) -> MetricResult:
+            return await timed(call(sample, repeat), busy)
+
         timeout = self.timeout_s
         if len(jobs) == 1 and timeout is None:
             call, repeat = jobs[0]
             try:
-                return [await call(sample, repeat)]
+                return [await job(call, repeat)]
             except Exception as exc:
                 return [exc]
-        tasks = [asyncio.ensure_future(call(sample, repeat)) for call, repeat in jobs]
+        tasks = [asyncio.ensure_future(job(call, repeat)) for call, repeat in jobs]
         try:
             done, pending = await asyncio.wait(tasks, timeout=timeout)
         except BaseException:
@@ -122,7 +133,7 @@ class SampleExecutor:
         sample: Sample,
         jobs: list[tuple[MetricCall, int]],
         outcomes: list[Any],
-        started: float,
+        latency_ms: float,
         cut_off: Usage,
     ) -> tuple[EvaluationResult, Any]:
         scores: dict[str, float | None] = {}
@@ -180,6 +191,6 @@ class SampleExecutor:
             errors=errors,
             spread=spread,
             usage=usage,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
+            latency_ms=latency_ms,
         )
         return record, first_exc

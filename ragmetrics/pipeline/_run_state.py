@@ -104,9 +104,9 @@ class RunState:
         hits = requests = 0
         for judge, base in zip(self.judges, self.baselines, strict=True):
             s = judge.stats
-            got = (s.hits - base.hits) + (s.shared - base.shared)
+            got = s.hits - base.hits  # from the cache; shared requests count as requests only
             hits += got
-            requests += got + s.misses - base.misses
+            requests += got + (s.shared - base.shared) + s.misses - base.misses
         progress.update(
             self.done,
             failed=self.builder.failed,

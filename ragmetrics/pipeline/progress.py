@@ -1,15 +1,20 @@
-"""A one-line progress bar on stderr: done/total, rate, ETA, cache hits and cost so far.
+"""Progress on stderr: done/total, rate, ETA, cache hits and cost so far.
 
-No dependency: a carriage return and an erase-to-end-of-line sequence redraw the line at most ten
-times a second. It is on when the stream is a terminal (or when forced) and off otherwise, so logs
-and CI output stay clean.
+No dependency. How it is drawn depends on where stderr goes:
+
+- a terminal: one line redrawn in place (carriage return and erase-to-end-of-line) at most ten times
+  a second;
+- a Jupyter kernel: the same line redrawn with a carriage return alone, padded with spaces (notebook
+  front ends honour a carriage return but not terminal escape sequences);
+- anything else (a pipe, a CI log, a file): a plain line every ``log_interval_s`` (10 s) and a last
+  one at the end, so a long run in CI shows it is alive without flooding the log.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Literal, TextIO
 
 __all__ = ["ProgressBar"]
 
@@ -21,15 +26,38 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def _in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (IPython's ZMQ shell), without importing IPython."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return shell is not None and hasattr(shell, "kernel")
+
+
+def _style(stream: TextIO) -> Literal["terminal", "notebook", "lines"]:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        if isatty and isatty():
+            return "terminal"
+    except (OSError, ValueError):  # a closed stream
+        return "lines"
+    if stream in (sys.stderr, sys.__stderr__) and _in_notebook():
+        return "notebook"
+    return "lines"
+
+
 class ProgressBar:
-    """Draws ``done/total |bar| pct rate ETA cache cost`` on one line.
+    """Draws ``done/total |bar| pct rate ETA cache cost``, in the style that suits ``stream``.
 
     Args:
         total: Rows expected, or None when unknown (no bar, no ETA).
-        enabled: True to draw, False not to, None to draw only when ``stream`` is a terminal.
+        enabled: True or None to draw, False not to (None is the default: on a terminal, in a
+            notebook and in logs alike; pass False to keep a stream clean).
         stream: Where to draw (stderr by default).
-        min_interval_s: Least time between two redraws.
+        min_interval_s: Least time between two redraws of a terminal or notebook line.
         width: Characters of the bar itself.
+        log_interval_s: Least time between two lines when the stream is neither a terminal nor a
+            notebook (a pipe or a CI log); the last line is always written.
     """
 
     def __init__(
@@ -40,18 +68,20 @@ class ProgressBar:
         stream: TextIO | None = None,
         min_interval_s: float = 0.1,
         width: int = 24,
+        log_interval_s: float = 10.0,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        if enabled is None:
-            isatty = getattr(self.stream, "isatty", None)
-            enabled = bool(isatty and isatty())
-        self.enabled = enabled
+        self.enabled = enabled is not False
+        self.style = _style(self.stream)
+        """``terminal`` (redrawn in place), ``notebook`` (redrawn with ``\r``) or ``lines`` (a log)."""
+        self.log_interval_s = log_interval_s
         self.total = total
         self.min_interval_s = min_interval_s
         self.width = width
         self.started = time.perf_counter()
-        self._last_draw = 0.0
+        self._last_draw = self.started if self.style == "lines" else 0.0  # a log's first line waits
         self._last_line = ""
+        self._logged_done: int | None = None
         self.done = 0
         self.failed = 0
         self.cache_hits = 0
@@ -74,6 +104,11 @@ class ProgressBar:
         if not self.enabled:
             return
         now = time.perf_counter()
+        if self.style == "lines":  # a log: a line at a steady interval, the last one at close()
+            if force or now - self._last_draw >= self.log_interval_s:
+                self._last_draw = now
+                self._draw(now)
+            return
         if force or now - self._last_draw >= self.min_interval_s or done == self.total:
             self._last_draw = now
             self._draw(now)
@@ -110,9 +145,18 @@ class ProgressBar:
         text = self.line(now)
         if text == self._last_line:
             return
+        if self.style == "lines":
+            if self._logged_done == self.done:  # a log line per state, however the rate moved
+                return
+            self._logged_done = self.done
+            out = text + "\n"
+        elif self.style == "notebook":
+            out = "\r" + text.ljust(len(self._last_line))
+        else:
+            out = "\r" + text + "\x1b[K"
         self._last_line = text
         try:
-            self.stream.write("\r" + text + "\x1b[K")
+            self.stream.write(out)
             self.stream.flush()
         except (OSError, ValueError):  # the terminal went away: stop drawing
             self.enabled = False
@@ -123,7 +167,8 @@ class ProgressBar:
             return
         self._draw(time.perf_counter())
         try:
-            self.stream.write("\n")
+            if self.style != "lines":  # a log line already ends with one
+                self.stream.write("\n")
             self.stream.flush()
         except (OSError, ValueError):
             pass

@@ -143,17 +143,17 @@ class CacheSummary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hits: int = 0
-    """Requests answered from the disk cache or memory."""
+    """Requests answered from the judge cache (replies stored by an earlier run)."""
     shared: int = 0
-    """Requests that joined an identical request in flight."""
+    """Requests answered by an identical request of this run (in flight or already done)."""
     misses: int = 0
     """Requests sent to the provider."""
 
     @property
     def hit_rate(self) -> float | None:
-        """``(hits + shared) / all requests``; None before any request."""
+        """``hits / all requests`` (shared requests are not cache hits); None before any request."""
         total = self.hits + self.shared + self.misses
-        return (self.hits + self.shared) / total if total else None
+        return self.hits / total if total else None
 
 
 class RunStats(BaseModel):
@@ -350,8 +350,8 @@ class Report(BaseModel):
         lines.append(
             f"{r.samples} samples ({r.failed} with errors, {r.skipped} skipped) in {r.wall_time_s:.1f} s; "
             f"{r.usage.describe()}, {r.usage.prompt_tokens + r.usage.completion_tokens} tokens, "
-            f"${r.usage.cost_usd:.4f}; cache hits {r.cache.hits + r.cache.shared}, misses {r.cache.misses} "
-            f"({rate}); transient retries {r.retries}; throttled {r.throttled}"
+            f"${r.usage.cost_usd:.4f}; cache hits {r.cache.hits} ({rate}), shared {r.cache.shared}, "
+            f"misses {r.cache.misses}; transient retries {r.retries}; throttled {r.throttled}"
         )
         return "\n".join(lines)
 

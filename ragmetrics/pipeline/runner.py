@@ -100,7 +100,8 @@ class EvaluationPipeline:
         raise_on_error: Raise the first failure (bad row, judge failure, timeout) instead of
             recording it.
         strict: Validate every row before the first call; raise ``InvalidInputError`` on a bad one.
-        progress: True to draw a progress bar on stderr, False not to, None to draw on a terminal.
+        progress: False for no progress on stderr; True or None (the default) for a bar redrawn in
+            place on a terminal or in a notebook, and a line every 10 s in a log (a pipe, CI).
         callbacks: Functions (sync or async) called with a :class:`PipelineEvent` at the start, for
             each finished record and at the end.
         columns: Sample field -> column name, e.g. ``{"answer": "response"}``.

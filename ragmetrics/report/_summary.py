@@ -90,7 +90,7 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
     usage = run.usage
     cache = run.cache
     lookups = cache.hits + cache.shared + cache.misses
-    hit_rate = f" ({(cache.hits + cache.shared) / lookups:.0%})" if lookups else ""
+    hit_rate = f" ({cache.hits / lookups:.0%})" if lookups else ""
     stats = [
         ("Samples", _num(n), f"{_num(run.failed)} with errors, {_num(run.skipped)} skipped"),
         (
@@ -111,13 +111,13 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
             f"{_num(usage.succeeded)} succeeded, {_num(usage.failed)} failed, {_num(usage.reasks)} re-asks, "
             f"{_num(usage.retries)} retries"
             + (f", {_num(usage.unmetered)} unmetered" if usage.unmetered else "")
-            + f"; {_num(usage.cached_calls)} answered from cache",
+            + f"; {_num(usage.cached_calls)} answered from cache, "
+            + f"{_num(usage.shared_calls)} shared",
         ),
         (
             "Cache hits",
-            _num(cache.hits + cache.shared) + hit_rate,
-            f"{_num(cache.misses)} misses"
-            + (f", {_num(cache.shared)} shared in flight" if cache.shared else ""),
+            _num(cache.hits) + hit_rate,
+            f"{_num(cache.misses)} misses, {_num(cache.shared)} shared within the run",
         ),
         (
             "Wall time",

@@ -457,7 +457,10 @@ async def test_progress_bar_draws_when_asked_and_stays_off_otherwise(
     await EvaluationPipeline(metrics=three(spec, tmp_path / "c"), progress=True).evaluate(rows(3))
     err = capsys.readouterr().err
     assert "3/3" in err and "/s" in err and "cache" in err and "$" in err
-    await EvaluationPipeline(metrics=three(spec, tmp_path / "c")).evaluate(rows(3))  # stderr is not a tty
+    await EvaluationPipeline(metrics=three(spec, tmp_path / "c")).evaluate(rows(3))  # a log: one last line
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("3/3 |")
+    await EvaluationPipeline(metrics=three(spec, tmp_path / "c"), progress=False).evaluate(rows(3))
     assert capsys.readouterr().err == ""
 
 
@@ -471,7 +474,7 @@ def test_progress_bar_line_has_rate_eta_cache_and_cost() -> None:
     assert line.startswith("4/10 |") and "ETA" in line and "cache 3/8" in line and "$0.0123" in line
     bar.close()
     assert out.getvalue().endswith("\n")
-    assert not ProgressBar(10, stream=io.StringIO()).enabled  # not a terminal
+    assert ProgressBar(10, stream=io.StringIO()).style == "lines"  # not a terminal: a log
 
 
 async def test_callbacks_receive_start_record_and_end_events(spec: str, tmp_path: Path) -> None:

@@ -209,8 +209,8 @@ def test_header_states_the_run(page, report):
     cost = report.run.usage.cost_usd
     assert f"${cost:,.4f}" in page
     assert f"{report.run.usage.prompt_tokens + report.run.usage.completion_tokens:,}" in page
-    assert "123 (34%)" in page  # cache hits + shared, and the hit rate
-    assert "240 misses" in page
+    assert "120 (33%)" in page  # cache hits only (from the cache), and the hit rate over all requests
+    assert "240 misses, 3 shared within the run" in page
     assert "offline-banner" not in page
 
 

@@ -210,15 +210,29 @@
   // -- the table (virtualised: only the rows in sight exist) -------------------------------------------
   let maxIndex = 0;
   for (let i = 0; i < N; i++) if (ROWS[i][R_INDEX] > maxIndex) maxIndex = ROWS[i][R_INDEX];
+  // a sortable header's width: its label (bold, 0.82rem) + padding, gap and sort arrow, so none is cut
+  const headFont = (() => {
+    const root = parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
+    return "600 " + (0.82 * root).toFixed(2) + "px " + getComputedStyle(document.body).fontFamily;
+  })();
+  const measure = document.createElement("canvas").getContext("2d");
+  const headWidth = (label) => {
+    let text = 8 * label.length;
+    if (measure) { measure.font = headFont; text = measure.measureText(label).width; }
+    return Math.ceil(text) + 16 + 3 + 14;
+  };
   const cols = [
     { key: "index", label: "#", width: 26 + 9 * String(maxIndex).length, cls: "num" },
-    { key: "id", label: "ID", width: 118 },
+    { key: "id", label: "ID", width: 110 },
     { key: null, label: "Question", width: null },
-    ...METRICS.map((name, m) => ({ key: "m" + m, label: name, width: 84, title: "Sort by " + name })),
+    ...METRICS.map((name, m) => ({ key: "m" + m, label: name, width: Math.max(84, headWidth(name)), title: "Sort by " + name })),
     { key: "claims", label: "Claims", width: 104, title: primary >= 0 ? "Claims of " + METRICS[primary] + ": supported, contradicted, not found (sorts by contradicted)" : "Claims" },
-    { key: "latency", label: "Latency", width: 76, cls: "num" },
+    { key: "latency", label: "Latency", width: Math.max(76, headWidth("Latency")), cls: "num" },
   ];
-  const minWidth = cols.reduce((sum, c) => sum + (c.width || 170), 0);
+  const minWidth = cols.reduce((sum, c) => sum + (c.width || 130), 0);
+  // the table's column of the split layout is at least this wide (when the window allows), so the
+  // last columns (latency) are not hidden behind a horizontal scroll on a 1400 px screen
+  pane.parentElement.style.setProperty("--table-min", minWidth + 2 + 16 + "px"); // borders, scrollbar
   const heads = [];
   const colgroup = h("colgroup", null, cols.map((c) => h("col", c.width ? { width: String(c.width) } : null)));
   const headRow = h("tr", null, cols.map((c) => {

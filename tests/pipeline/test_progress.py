@@ -1,0 +1,75 @@
+"""Progress off a terminal: steady lines in a log, a redrawn line in a notebook (issue 14)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+from ragmetrics.pipeline.progress import ProgressBar
+
+
+def test_a_log_gets_plain_lines_at_a_steady_interval_and_a_last_one() -> None:
+    out = io.StringIO()
+    bar = ProgressBar(100, stream=out, log_interval_s=0.0)
+    assert bar.enabled and bar.style == "lines"
+    for done in (10, 20, 30):
+        bar.update(done)
+    bar.close()
+    text = out.getvalue()
+    assert "\r" not in text and "\x1b" not in text
+    lines = text.splitlines()
+    assert [line.split()[0] for line in lines] == ["10/100", "20/100", "30/100"]
+
+
+def test_a_quick_run_in_a_log_prints_only_its_last_line() -> None:
+    out = io.StringIO()
+    bar = ProgressBar(5, stream=out)  # 10 s between lines: none falls inside this run
+    for done in range(1, 6):
+        bar.update(done)
+    bar.close()
+    (line,) = out.getvalue().splitlines()
+    assert line.startswith("5/5 |") and "100%" in line
+
+
+def test_disabled_prints_nothing() -> None:
+    out = io.StringIO()
+    bar = ProgressBar(5, enabled=False, stream=out, log_interval_s=0.0)
+    bar.update(3)
+    bar.close()
+    assert out.getvalue() == ""
+
+
+def test_eval_with_stderr_piped_shows_progress_in_the_log() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragmetrics.cli", "eval", "--example"],
+        capture_output=True,  # bytes, so that a carriage return is seen as one
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    progress = [line for line in proc.stderr.split(b"\n") if line.startswith(b"12/12 |")]
+    assert len(progress) == 1 and b"\r" not in proc.stderr and b"\x1b" not in proc.stderr
+
+
+NOTEBOOK = """
+import sys, types
+shell = types.SimpleNamespace(kernel=object())
+sys.modules["IPython"] = types.SimpleNamespace(get_ipython=lambda: shell)
+from ragmetrics.pipeline.progress import ProgressBar
+bar = ProgressBar(4, min_interval_s=0)
+print(bar.style)
+for done in range(1, 5):
+    bar.update(done)
+bar.close()
+"""
+
+
+def test_a_jupyter_kernel_gets_a_line_redrawn_with_carriage_returns_only() -> None:
+    proc = subprocess.run([sys.executable, "-c", NOTEBOOK], capture_output=True, timeout=60)  # bytes: keep \r
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == b"notebook"
+    assert proc.stderr.count(b"\r") >= 4 and b"\x1b" not in proc.stderr
+    assert proc.stderr.endswith(b"\n") and proc.stderr.count(b"\n") == 1 and b"4/4 |" in proc.stderr
