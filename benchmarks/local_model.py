@@ -195,7 +195,7 @@ def run(args: argparse.Namespace, python: str, model: str, log: Path) -> dict[st
     with llama_server(python, model, threads=args.threads, log=log) as base:
         probes = probe_structured_output(base) if args.probe else {}
         before = access_log_count(log)
-        proxy = Proxy(base, {s["id"]: s["answer"] for s in samples})
+        proxy = Proxy(base, {s["id"]: [s["answer"], *s["contexts"]] for s in samples})
         with proxy.serving() as proxied:
             started = time.perf_counter()
             results = asyncio.run(evaluate(f"openai:smollm2@{proxied}/v1", samples, judge_options(args)))

@@ -83,7 +83,7 @@ async def _evaluate(spec: str) -> Any:
 
 def test_smollm2_scores_or_says_why_and_every_request_is_accounted(tmp_path: Path) -> None:
     with llama.llama_server(PYTHON, MODEL, log=tmp_path / "server.log") as base:
-        proxy = llama.Proxy(base, {s["id"]: s["answer"] for s in SAMPLES})
+        proxy = llama.Proxy(base, {s["id"]: [s["answer"], *s["contexts"]] for s in SAMPLES})
         with proxy.serving() as url:
             results = asyncio.run(_evaluate(f"openai:smollm2@{url}/v1"))
 
