@@ -31,10 +31,10 @@ SAMPLES = [
         "contexts": ["The Eiffel Tower in Paris was completed in 1889."],
     },
     {
-        "id": "refusal",
-        "question": "What is the capital of Australia?",
-        "answer": "I don't know.",
-        "contexts": ["Canberra is the capital of Australia."],
+        "id": "water",
+        "question": "At what temperature does water boil?",
+        "answer": "Water boils at 100 degrees Celsius at sea level.",
+        "contexts": ["At sea level, water boils at 100 degrees Celsius."],
     },
 ]
 
@@ -81,7 +81,9 @@ async def _evaluate(spec: str) -> Any:
     )
 
 
-def test_smollm2_scores_or_says_why_and_every_request_is_accounted(tmp_path: Path) -> None:
+def test_smollm2_scores_or_says_why_never_no_claims_for_facts_and_every_request_is_accounted(
+    tmp_path: Path,
+) -> None:
     with llama.llama_server(PYTHON, MODEL, log=tmp_path / "server.log") as base:
         proxy = llama.Proxy(base, {s["id"]: [s["answer"], *s["contexts"]] for s in SAMPLES})
         with proxy.serving() as url:
@@ -91,6 +93,8 @@ def test_smollm2_scores_or_says_why_and_every_request_is_accounted(tmp_path: Pat
     assert [r.id for r in records] == [s["id"] for s in SAMPLES]
     for record in records:
         for name in METRICS:
+            # both answers plainly state facts: "no claims, so 1.0" would be a silent wrong score
+            assert name not in record.results or record.results[name].status != "no_claims", (record.id, name)
             score = record.scores.get(name)
             if score is not None:
                 assert not math.isnan(score) and 0.0 <= score <= 1.0, (record.id, name, score)
