@@ -187,11 +187,19 @@ class Seen:
     """The conversation carries an earlier assistant reply (instructor's re-ask after invalid output)."""
     resend: bool
     """Byte-identical to an earlier request (a transport retry: timeout, 5xx, 429)."""
+    max_tokens: int | None = None
+    """The completion limit the request asked for."""
     status: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str | None = None
     seconds: float = 0.0
+
+    @property
+    def cut(self) -> bool:
+        """The reply used the whole completion limit (cut off, whatever ``finish_reason`` says)."""
+        return self.max_tokens is not None and self.completion_tokens >= self.max_tokens
+
     client_gone: bool = False
     """The client had hung up (timed out) before the server's answer came."""
     error: str | None = None
@@ -226,6 +234,8 @@ class Proxy:
             resend = body in self._bodies
             self._bodies.add(body)
             entry = Seen(path, sample, kind, str(mode), reask, resend)
+            limit = req.get("max_tokens") if isinstance(req, dict) else None
+            entry.max_tokens = limit if isinstance(limit, int) else None
             self.seen.append(entry)
         return entry
 

@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,7 @@ def sample_row(record: Any, proxy: Proxy) -> dict[str, Any]:
         "server_reasks": sum(s.reask for s in seen),
         "server_resends": sum(s.resend for s in seen),
         "server_client_gone": sum(s.client_gone for s in seen),
+        "server_cut_at_max_tokens": sum(s.cut for s in seen),
         "server_prompt_tokens": sum(s.prompt_tokens for s in seen),
         "server_completion_tokens": sum(s.completion_tokens for s in seen),
         "requests": [
@@ -179,6 +181,8 @@ def sample_row(record: Any, proxy: Proxy) -> dict[str, Any]:
                 "resend": s.resend,
                 "status": s.status,
                 "finish_reason": s.finish_reason,
+                "max_tokens": s.max_tokens,
+                "cut_at_max_tokens": s.cut,
                 "prompt_tokens": s.prompt_tokens,
                 "completion_tokens": s.completion_tokens,
                 "seconds": round(s.seconds, 2),
@@ -223,9 +227,12 @@ def run(args: argparse.Namespace, python: str, model: str, log: Path) -> dict[st
             "server_access_log_requests": server_log_requests,
             "server_reasks": sum(r["server_reasks"] for r in rows),
             "server_resends": sum(r["server_resends"] for r in rows),
+            "server_cut_at_max_tokens": sum(r["server_cut_at_max_tokens"] for r in rows),
+            "server_modes": dict(Counter(s.mode for s in proxy.completions())),
             "server_prompt_tokens": sum(s.prompt_tokens for s in proxy.completions()),
             "server_completion_tokens": sum(s.completion_tokens for s in proxy.completions()),
             "nan_scores": sum(len(r["nan_scores"]) for r in rows),
+            "repairs": sum(len(r["repairs"]) for r in rows),
         },
         "summary": str(summary) if summary is not None else None,
         "probes": probes,
@@ -233,27 +240,36 @@ def run(args: argparse.Namespace, python: str, model: str, log: Path) -> dict[st
     }
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+def _cell(row: dict[str, Any], name: str) -> str:
+    score, status = row["scores"][name], row["statuses"].get(name, "-")
+    if score is None:
+        return status
+    return f"{score:.2f}" + ("" if status == "ok" else f" ({status})")
 
 
 def table(result: dict[str, Any]) -> str:
-    """The per-sample markdown table."""
+    """The per-sample markdown table (a metric's cell is its score, its status when not ``ok``)."""
     lines = [
-        "| sample | faithfulness | relevancy | groundedness | statuses | calls (results / server) "
-        "| re-asks (server) | re-sent | repairs | prompt tokens (results / server) "
+        "| sample | faithfulness | relevancy | groundedness | calls (results / server) | re-asks (server) "
+        "| re-sent (server) | cut at max_tokens (server) | repairs | prompt tokens (results / server) "
         "| completion tokens (results / server) | s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["per_sample"]:
-        statuses = ", ".join(sorted(set(r["statuses"].values()))) or "-"
         lines.append(
-            f"| {r['id']} | {_fmt(r['scores']['faithfulness'])} | {_fmt(r['scores']['relevancy'])} "
-            f"| {_fmt(r['scores']['groundedness'])} | {statuses} "
-            f"| {r['result_calls']} / {r['server_requests']} "
-            f"| {r['server_reasks']} | {r['server_resends']} | {len(r['repairs'])} "
+            f"| {r['id']} | " + " | ".join(_cell(r, name) for name in METRIC_NAMES) + " "
+            f"| {r['result_calls']} / {r['server_requests']} | {r['server_reasks']} | {r['server_resends']} "
+            f"| {r['server_cut_at_max_tokens']} | {len(r['repairs'])} "
             f"| {r['result_prompt_tokens']} / {r['server_prompt_tokens']} "
             f"| {r['result_completion_tokens']} / {r['server_completion_tokens']} | {r['seconds']:.0f} |"
+        )
+    t = result.get("totals")
+    if t:
+        lines.append(
+            f"| **all** | | | | {t['result_calls']} / {t['server_requests']} | {t['server_reasks']} "
+            f"| {t['server_resends']} | {t['server_cut_at_max_tokens']} | {t.get('repairs', '')} "
+            f"| {t['result_prompt_tokens']} / {t['server_prompt_tokens']} "
+            f"| {t['result_completion_tokens']} / {t['server_completion_tokens']} | {result['wall_s']:.0f} |"
         )
     return "\n".join(lines)
 
