@@ -18,6 +18,29 @@ What answers a request, first match wins:
    message, and ``ragmetrics.judge.offline.answer(task, variables)`` gives the JSON. A schema with no
    task and no script gets HTTP 400. Embeddings are hashed bags of words, deterministic and normalised.
 
+With ``FakeLLMServer(answer="schema")`` the default answer ignores the prompt and is an arbitrary
+instance valid under the request's JSON schema, the way a constrained-decoding server answers when
+the model understands nothing: ``const`` or the first ``enum`` value, the first ``anyOf``/``oneOf``
+branch, numbers at their minimum (``exclusiveMinimum`` and ``multipleOf`` respected), booleans false,
+arrays at ``minItems``, objects with every required property and a seeded draw of the optional ones,
+local ``$ref``/``$defs`` followed, strings made of words drawn from the user messages and fitted to
+``minLength``/``maxLength``. The schema is found wherever the request carries it: OpenAI ``tools``
+(the one ``tool_choice`` names, strict or not) and legacy ``functions``, ``response_format`` of type
+``json_schema``, llama-cpp-python's ``{"type": "json_object", "schema": ...}``, a JSON schema in the
+prompt (instructor's JSON modes), Anthropic ``tools`` (``input_schema``) and ``output_format``; the
+reply comes in the form asked for (tool call, ``tool_use`` block or content). No schema: HTTP 400.
+The draws are seeded by ``seed`` and the request's content, so a request gets the same instance
+whatever else runs concurrently. Not understood (and so possibly violated): ``pattern``, ``not``,
+``if``/``then``/``else``, ``contains``, ``patternProperties``; a schema that nests deeper than 64
+levels or would need more than 100,000 values gets HTTP 400.
+
+``FakeLLMServer(dialect="llama-cpp")`` answers as llama-cpp-python's server 0.3.x does: HTTP 500
+(``internal_server_error``, ``Input should be 'text' or 'json_object'``) for ``response_format`` type
+``json_schema``; ``{"type": "json_object", "schema": ...}`` accepted; ``tools`` answered with a tool
+call only when ``tool_choice`` names one (otherwise the tools are ignored and the reply is content;
+a named tool that is missing is HTTP 500); no ``/v1/messages`` (HTTP 404). A dialect's refusal is
+sent whatever is scripted, and recorded with ``source="dialect"``.
+
 Token usage is estimated as ``ceil(characters / 4)``, since no tokenizer files can be downloaded:
 prompt tokens over the message texts plus the tool or ``response_format`` JSON schema (providers bill
 the schema as prompt tokens), completion tokens over the returned JSON or content.
@@ -41,7 +64,9 @@ import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
+from typing import Literal
 
+from ragmetrics._fake.dialects import DIALECTS
 from ragmetrics._fake.records import Endpoint as Endpoint  # re-exported: the type of FakeRequest.endpoint
 from ragmetrics._fake.records import FakeReply, FakeRequest, FakeRule, Faults
 from ragmetrics._fake.records import Source as Source  # re-exported: the type of FakeRequest.source
@@ -75,11 +100,16 @@ class FakeLLMServer(Serving):
         seed: Seeds the random latency and faults, so a run is reproducible.
         embedding_dim: Dimension of the embeddings (a request's ``dimensions`` overrides it).
         models: Model names listed by ``GET /v1/models``.
-        answer: The default answerer ``(task, variables) -> JSON object``; by default
-            ``ragmetrics.judge.offline.answer``.
+        answer: The default answerer: a function ``(task, variables) -> JSON object``,
+            ``"offline"`` (the default: ``ragmetrics.judge.offline.answer``), or ``"schema"`` (ignore
+            the prompt, reply with an arbitrary instance of the request's JSON schema; see the
+            module docstring).
+        dialect: ``"openai"`` (the default), or ``"llama-cpp"`` to answer as llama-cpp-python's
+            server 0.3.x (HTTP 500 for ``response_format`` type ``json_schema``, tools ignored
+            unless ``tool_choice`` names one, no ``/v1/messages``).
 
     Raises:
-        ConfigError: ``embedding_dim`` is not positive.
+        ConfigError: ``embedding_dim`` is not positive, or ``answer`` or ``dialect`` is unknown.
     """
 
     def __init__(
@@ -90,15 +120,22 @@ class FakeLLMServer(Serving):
         seed: int = 0,
         embedding_dim: int = 256,
         models: Sequence[str] = ("fake-model", "fake-embedding"),
-        answer: Answerer | None = None,
+        answer: Answerer | Literal["offline", "schema"] | None = None,
+        dialect: Literal["openai", "llama-cpp"] = "openai",
     ) -> None:
         if embedding_dim < 1:
             raise ConfigError(f"embedding_dim must be >= 1, got {embedding_dim}")
+        if isinstance(answer, str) and answer not in ("offline", "schema"):
+            raise ConfigError(f"answer must be 'offline', 'schema' or a function, got {answer!r}")
+        if dialect not in DIALECTS:
+            raise ConfigError(f"dialect must be one of {', '.join(map(repr, DIALECTS))}, got {dialect!r}")
         self._address = (host, port)
         self._seed = seed
         self.embedding_dim = embedding_dim
         self._models = tuple(models)
-        self._answer: Answerer = answer or offline_answer
+        self._answer: Answerer = offline_answer if answer is None or isinstance(answer, str) else answer
+        self._by_schema = answer == "schema"
+        self._dialect = dialect
         self._lock = threading.RLock()  # reentrant: rule predicates and reply functions may read the server
         self._httpd: LoopbackServer | None = None
         self._thread: threading.Thread | None = None

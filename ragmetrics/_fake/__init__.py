@@ -7,5 +7,7 @@
   and ``embeddings`` for ``/v1/embeddings``;
 - ``records``: the scripting values (``FakeReply``, ``FakeRequest``, ``FakeRule``);
 - ``tasks``: which ragmetrics task a request's response schema stands for, and its variables;
+- ``schema_fill``: an arbitrary instance of a JSON schema (the ``answer="schema"`` mode);
+- ``dialects``: how a real OpenAI-compatible server departs from OpenAI (``dialect="llama-cpp"``);
 - ``serving``: how the server answers one request.
 """

@@ -2,7 +2,8 @@
 
 Chat Completions (``POST /v1/chat/completions``) is read in every way instructor asks for structured
 output: tools (``tools`` + ``tool_choice``), legacy ``functions``, ``response_format`` of type
-``json_schema`` or ``json_object``, and plain text (MD_JSON: the answer goes in a ```json fence).
+``json_schema`` or ``json_object`` (with llama-cpp-python's ``schema`` beside the type, or the schema
+in the prompt), and plain text (MD_JSON: the answer goes in a ```json fence).
 """
 
 from __future__ import annotations
@@ -68,12 +69,20 @@ def read_openai(body: Mapping[str, Any]) -> Call:
     if isinstance(response_format, Mapping):
         chars += json_chars(response_format)
         if response_format.get("type") == "json_schema":
-            spec = response_format.get("json_schema") or {}
-            schema = spec.get("schema") or {}
+            spec = _mapping(response_format.get("json_schema"))
+            schema = _mapping(spec.get("schema"))
             return schema_call("json_schema", schema, users, chars, name=spec.get("name"))
         if response_format.get("type") == "json_object":
+            schema = _mapping(response_format.get("schema"))  # llama-cpp-python's form
+            if schema:
+                return schema_call("json_object", schema, users, chars)
             mode = "json_object"
     return schema_call(mode, embedded_schema(system_texts + user_texts), users, chars)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else ``{}`` (a malformed field reads as absent)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def openai_completion(answer: Answer) -> dict[str, Any]:

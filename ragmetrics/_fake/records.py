@@ -16,7 +16,7 @@ from ragmetrics.errors import ConfigError
 __all__ = ["Endpoint", "Faults", "FakeReply", "FakeRequest", "FakeRule", "Source"]
 
 Endpoint = Literal["chat", "messages", "embeddings", "models"]
-Source = Literal["rule", "queue", "fault", "default"]
+Source = Literal["rule", "queue", "fault", "default", "dialect"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,7 +108,9 @@ class FakeRequest:
     prompt_tokens: int = 0
     """Estimated prompt tokens."""
     source: Source = "default"
-    """What answered it: a ``rule``, the ``queue``, a random ``fault`` or the ``default``."""
+    """What answered it: a ``rule``, the ``queue``, a random ``fault``, the ``default``, or the
+    server's ``dialect`` (a request that dialect rejects, such as llama-cpp-python's HTTP error for
+    ``response_format`` type ``json_schema``)."""
     reply: FakeReply | None = None
     """The scripted or fault reply used (None for the default answer)."""
 

@@ -7,6 +7,7 @@ rules, faults, latency, counters, all under one reentrant lock) and the methods 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
@@ -17,9 +18,11 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from ragmetrics._fake.dialects import Rejection, adapt, reject
 from ragmetrics._fake.embeddings import BROKEN_EMBEDDINGS, embeddings_body, texts_of
 from ragmetrics._fake.providers import completion_body, models_body, read_call
 from ragmetrics._fake.records import Endpoint, FakeReply, FakeRequest, FakeRule, Faults, Source
+from ragmetrics._fake.schema_fill import SchemaFillError, fill, prompt_words
 from ragmetrics._fake.tasks import TASKS, Answerer, Task, task_for
 from ragmetrics._fake.transport import Handler
 from ragmetrics._fake.wire import Answer, Call, broken_json, dumps, estimate_tokens
@@ -49,6 +52,9 @@ class Serving:
     embedding_dim: int
     _models: Sequence[str]
     _answer: Answerer
+    _by_schema: bool
+    _dialect: str
+    _seed: int
     _lock: threading.RLock
     _stopping: threading.Event
     _queue: deque[FakeReply]
@@ -109,7 +115,7 @@ class Serving:
         call: Call | None = None
         task: Task | None = None
         if endpoint in ("chat", "messages"):
-            call = read_call(endpoint, body)
+            call = adapt(self._dialect, body, read_call(endpoint, body))
             task = task_for(call)
             texts = list(call.user_texts)
             prompt_tokens = estimate_tokens(call.prompt_chars)
@@ -138,7 +144,8 @@ class Serving:
         self, handler: Handler, endpoint: Endpoint, method: str, path: str, body: dict[str, Any]
     ) -> None:
         request, call = self._read_request(handler, endpoint, method, path, body)
-        request, reply, wait = self._admit(request)
+        rejection = reject(self._dialect, endpoint, body)
+        request, reply, wait = self._admit(request, rejection)
         stopping = self._stopping
         if wait > 0 and stopping.wait(wait):
             handler.close_connection = True
@@ -148,6 +155,9 @@ class Serving:
             return
         if reply.drop:
             handler.drop()
+            return
+        if rejection is not None:
+            handler.send(rejection.status, dumps(rejection.body))
             return
         extra = dict(reply.headers)
         if reply.retry_after is not None:
@@ -170,7 +180,7 @@ class Serving:
             handler.send_error_body(endpoint, 400, "FakeLLMServer does not stream; send stream=false")
             return
         try:
-            value, text, raw_content = self._answer_text(request, reply)
+            value, text, raw_content = self._answer_text(request, call, reply)
         except NoAnswerError as exc:
             handler.send_error_body(endpoint, 400, str(exc))
             return
@@ -192,26 +202,19 @@ class Serving:
         payload = completion_body(endpoint, answer)
         handler.send(reply.status, dumps(payload), extra)
 
-    def _admit(self, request: FakeRequest) -> tuple[FakeRequest, FakeReply, float]:
-        """Pick the reply and the wait for a request, and record it (one lock hold)."""
+    def _admit(
+        self, request: FakeRequest, rejection: Rejection | None
+    ) -> tuple[FakeRequest, FakeReply, float]:
+        """Pick the reply and the wait for a request, and record it (one lock hold).
+
+        A request the server's dialect rejects is answered by the rejection, whatever is scripted.
+        """
         chosen: FakeReply | Callable[[FakeRequest], FakeReply] | None = None
-        source: Source = "default"
+        source: Source = "dialect"
         with self._lock:
             request = replace(request, index=len(self._requests))
-            for rule in self._rules:
-                if rule.active and rule._match(request):
-                    rule.hits += 1
-                    chosen, source = rule._reply, "rule"
-                    break
-            else:
-                if self._queue and request.endpoint in ("chat", "messages"):
-                    chosen, source = self._queue.popleft(), "queue"
-                elif self._faults is not None and request.method == "POST":
-                    draw = self._fault_rng.random()
-                    for bound, fault in self._faults.cumulative:
-                        if draw < bound:
-                            chosen, source = fault, "fault"
-                            break
+            if rejection is None:
+                chosen, source = self._choose(request)
             latency = self._latency
             if isinstance(latency, tuple):
                 latency = self._latency_rng.uniform(*latency)
@@ -228,7 +231,24 @@ class Serving:
             self._requests.append(request)
         return request, reply, latency + reply.delay
 
-    def _answer_text(self, request: FakeRequest, reply: FakeReply) -> tuple[Any, str, bool]:
+    def _choose(
+        self, request: FakeRequest
+    ) -> tuple[FakeReply | Callable[[FakeRequest], FakeReply] | None, Source]:
+        """The first matching rule, else the next queued reply, else a drawn fault (lock held)."""
+        for rule in self._rules:
+            if rule.active and rule._match(request):
+                rule.hits += 1
+                return rule._reply, "rule"
+        if self._queue and request.endpoint in ("chat", "messages"):
+            return self._queue.popleft(), "queue"
+        if self._faults is not None and request.method == "POST":
+            draw = self._fault_rng.random()
+            for bound, fault in self._faults.cumulative:
+                if draw < bound:
+                    return fault, "fault"
+        return None, "default"
+
+    def _answer_text(self, request: FakeRequest, call: Call, reply: FakeReply) -> tuple[Any, str, bool]:
         """The answer as (JSON value or None, its text, whether it is raw content)."""
         if reply.content is not None:
             text = reply.content
@@ -241,11 +261,37 @@ class Serving:
         elif reply.json is not None:
             value = reply.json.model_dump(mode="json") if hasattr(reply.json, "model_dump") else reply.json
         else:
-            value = self._default_answer(request)
+            value = self._schema_answer(request, call) if self._by_schema else self._default_answer(request)
         text = json.dumps(value, ensure_ascii=False)
         if reply.truncate:
             text = text[: max(1, len(text) // 2)]
         return value, text, False
+
+    def _schema_answer(self, request: FakeRequest, call: Call) -> Any:
+        """An arbitrary instance of the request's schema, strings drawn from the prompt's words.
+
+        Seeded by the server's seed and the request's content (not its arrival order), so the same
+        request gets the same instance however many requests run concurrently.
+        """
+        if call.json_schema is None:
+            raise NoAnswerError(
+                "FakeLLMServer(answer='schema') found no JSON schema in the request (no tools, no "
+                "response_format schema, no JSON schema in the prompt); script a reply with "
+                "enqueue(...) or on(...)"
+            )
+        digest = hashlib.sha256(
+            f"{self._seed}\0{request.endpoint}\0".encode() + dumps(call.json_schema) + dumps(call.user_texts)
+        ).digest()
+        try:
+            return fill(
+                call.json_schema,
+                words=prompt_words(call.user_texts),
+                seed=int.from_bytes(digest[:8], "big"),
+            )
+        except SchemaFillError as exc:
+            raise NoAnswerError(
+                f"FakeLLMServer(answer='schema') cannot fill the request's schema: {exc}"
+            ) from exc
 
     def _default_answer(self, request: FakeRequest) -> Any:
         if request.schema is None:

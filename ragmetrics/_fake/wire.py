@@ -79,6 +79,8 @@ class Call:
     """Characters the model reads: messages, history and schemas."""
     fields: frozenset[str] = frozenset()
     """The response schema's top-level property names (to recognise a schema without a name)."""
+    json_schema: Mapping[str, Any] | None = None
+    """The response schema itself, wherever the request carried it (None: no schema found)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,6 +158,11 @@ def _fields(schema: Any) -> frozenset[str]:
     return frozenset(properties) if isinstance(properties, Mapping) else frozenset()
 
 
+def _schema_or_none(schema: Any) -> Mapping[str, Any] | None:
+    """``schema`` if it is a non-empty JSON object, else None."""
+    return schema if isinstance(schema, Mapping) and schema else None
+
+
 def named_tool(tools: list[Any], chosen: str | None, key: str) -> tuple[str | None, Mapping[str, Any]]:
     """The chosen tool's name and parameter schema (the first tool when none is forced)."""
     specs = [t.get(key, t) if key else t for t in tools if isinstance(t, Mapping)]
@@ -171,7 +178,13 @@ def tool_call(
 ) -> Call:
     """A request answered through a tool (or legacy function) called ``name``."""
     return Call(
-        mode=mode, schema=name, tool=name, user_texts=users, prompt_chars=chars, fields=_fields(schema)
+        mode=mode,
+        schema=name,
+        tool=name,
+        user_texts=users,
+        prompt_chars=chars,
+        fields=_fields(schema),
+        json_schema=_schema_or_none(schema),
     )
 
 
@@ -186,4 +199,5 @@ def schema_call(
         user_texts=users,
         prompt_chars=chars,
         fields=_fields(schema),
+        json_schema=_schema_or_none(schema),
     )

@@ -1,0 +1,96 @@
+"""Server dialects of the fake LLM server: how far a real OpenAI-compatible server departs from OpenAI.
+
+``openai`` (the default) accepts every form of structured output the fake server reads.
+``llama-cpp`` answers as llama-cpp-python's server 0.3.x does (observed on 0.3.36 with FastAPI
+0.165 and a model whose GGUF carries a chat template, i.e. a generic chat format):
+
+- ``response_format`` of any type but ``text`` and ``json_object`` (so the standard ``json_schema``)
+  fails request validation, and its error handler turns that into **HTTP 500** with
+  ``type: internal_server_error`` and the pydantic error in the message (``Input should be 'text' or
+  'json_object'``), not a 400;
+- ``{"type": "json_object", "schema": {...}}`` is accepted (it constrains the reply to the schema);
+- ``tools`` are accepted; a ``tool_choice`` naming a function gets a tool call (the real server also
+  repeats it as ``function_call``), one naming a missing tool gets HTTP 500 ``Tool choice 'X' not
+  found in tools.``, and ``auto``, ``required`` or no ``tool_choice`` ignore the tools: the model
+  writes plain content;
+- there is no Anthropic ``/v1/messages`` route (HTTP 404 ``{"detail": "Not Found"}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ragmetrics._fake.wire import Call
+
+__all__ = ["DIALECTS", "Rejection", "adapt", "reject"]
+
+DIALECTS = ("openai", "llama-cpp")
+"""The dialects a ``FakeLLMServer`` can speak."""
+
+_LLAMA_FORMATS = ("text", "json_object")
+_LLAMA_APP = "/usr/lib/python3/site-packages/llama_cpp/server/app.py"  # where the real traceback points
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rejection:
+    """A request the dialect refuses: the HTTP status and the exact JSON body the real server sends."""
+
+    status: int
+    body: Mapping[str, Any]
+
+
+def _llama_error(message: str) -> Rejection:
+    return Rejection(
+        status=500,
+        body={"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}},
+    )
+
+
+def reject(dialect: str, endpoint: str, body: Mapping[str, Any]) -> Rejection | None:
+    """How the dialect's server refuses this request, or None if it serves it."""
+    if dialect != "llama-cpp":
+        return None
+    if endpoint == "messages":
+        return Rejection(status=404, body={"detail": "Not Found"})
+    if endpoint != "chat":
+        return None
+    response_format = body.get("response_format")
+    if isinstance(response_format, Mapping) and response_format.get("type") not in _LLAMA_FORMATS:
+        error = {
+            "type": "literal_error",
+            "loc": ("body", "response_format", "type"),
+            "msg": "Input should be 'text' or 'json_object'",
+            "input": response_format.get("type"),
+            "ctx": {"expected": "'text' or 'json_object'"},
+        }
+        return _llama_error(
+            f"1 validation error:\n  {error!r}\n\n"
+            f'  File "{_LLAMA_APP}", line 376, in create_chat_completion\n'
+            "    POST /v1/chat/completions"
+        )
+    choice, tools = body.get("tool_choice"), body.get("tools")
+    if isinstance(choice, Mapping) and isinstance(tools, list):
+        name = (
+            (choice.get("function") or {}).get("name")
+            if isinstance(choice.get("function"), Mapping)
+            else None
+        )
+        names = [(t.get("function") or {}).get("name") for t in tools if isinstance(t, Mapping)]
+        if name not in names:
+            return _llama_error(f"Tool choice '{name}' not found in tools.")
+    return None
+
+
+def adapt(dialect: str, body: Mapping[str, Any], call: Call) -> Call:
+    """The call as the dialect's server treats it.
+
+    llama-cpp ignores tools (or legacy functions) unless one is named, and answers in the content.
+    """
+    if dialect != "llama-cpp":
+        return call
+    named = {"tools": "tool_choice", "functions": "function_call"}.get(call.mode)
+    if named is not None and not isinstance(body.get(named), Mapping):
+        return replace(call, mode="json_object", tool=None)
+    return call
