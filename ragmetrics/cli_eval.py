@@ -67,6 +67,12 @@ def add_eval_command(commands: Any) -> None:
     parser.add_argument("--concurrency", type=int, default=16, metavar="N", help="samples in flight (16)")
     parser.add_argument("--max-cost", type=float, metavar="USD", help="stop launching samples past this cost")
     parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="seconds to wait for each judge reply (default 60; raise it for slow local models)",
+    )
+    parser.add_argument(
         "--threshold",
         type=float,
         default=0.5,
@@ -150,7 +156,11 @@ def _metrics(args: argparse.Namespace, spec: str, threshold: float | None) -> li
     metrics = []
     for name in names:
         if name in RAG_METRICS:
-            metrics.append(RAG_METRICS[name](llm=spec, threshold=threshold, cache=not args.no_cache))
+            timeout = getattr(args, "timeout", None)
+            options = {"timeout_s": timeout} if timeout is not None else {}
+            metrics.append(
+                RAG_METRICS[name](llm=spec, threshold=threshold, cache=not args.no_cache, **options)
+            )
         elif name in _GRADED:
             metrics.append(BUILTIN_METRICS[name](threshold=threshold))
         elif name in _FIXED_PASS_MARK:
@@ -254,6 +264,8 @@ def _eval(args: argparse.Namespace) -> int:
         raise _UsageError(f"--threshold must lie in [0, 1], got {args.threshold}")
     if args.concurrency < 1:
         raise _UsageError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise _UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     metrics = _metrics(args, spec, args.threshold)
     data = _dataset(path, _columns(args.columns), args.limit)
     notice = sys.stderr if args.json else sys.stdout
@@ -301,7 +313,7 @@ def _eval(args: argparse.Namespace) -> int:
         usage = stats.usage
         tokens = usage.prompt_tokens + usage.completion_tokens
         print(
-            f"\n{stats.samples} samples, {usage.calls} LLM calls, {tokens} "
+            f"\n{stats.samples} samples, {usage.describe()}, {tokens} "
             f"tokens, ${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s"
         )
         worst = _worst(results, args.worst)

@@ -19,6 +19,8 @@ the adapters that call the SDKs (``raise ... from exc``); nothing above the judg
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "CacheError",
     "ConfigError",
@@ -88,10 +90,13 @@ class JudgeError(RagMetricsError):
     Attributes:
         provider: ``openai``, ``anthropic`` or ``offline``.
         model: The model name.
-        attempts: How many attempts were made.
+        attempts: How many HTTP attempts were made (first attempt, re-asks and retries).
+        reasks: How many of them re-asked after invalid output.
         status: The result status this failure maps to: ``rate_limited``, ``timeout``,
             ``provider_error``, ``judge_output_invalid`` or ``truncated``.
         http_status: The last HTTP status code, when there was one.
+        usage: What the failed call cost (calls, tokens, USD): a :class:`~ragmetrics.score.Usage`, or
+            None when unknown (read it with :func:`ragmetrics.score.spent_by`, which gives zero usage).
     """
 
     def __init__(
@@ -101,22 +106,36 @@ class JudgeError(RagMetricsError):
         provider: str = "",
         model: str = "",
         attempts: int = 1,
+        reasks: int = 0,
         status: str = "provider_error",
         http_status: int | None = None,
         hint: str | None = None,
+        usage: Any = None,
     ) -> None:
         self.provider = provider
         self.model = model
         self.attempts = attempts
+        self.reasks = reasks
         self.status = status
         self.http_status = http_status
         self.hint = hint
+        self.usage = usage
         who = f"{provider}:{model}" if provider else "judge"
-        tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
+        tries = f" after {attempts} HTTP attempt{'s' if attempts != 1 else ''}" if attempts else ""
+        if reasks:
+            tries += f", {reasks} of them re-ask{'s' if reasks != 1 else ''} after invalid output"
         code = f" (HTTP {http_status})" if http_status else ""
         tail = f" {hint}" if hint else ""
         self.detail = message
         super().__init__(f"{who} failed{tries}{code}: {shorten(message, 400)}.{tail}")
+
+    def with_usage(self, usage: Any) -> JudgeError:
+        """A copy of this error carrying ``usage`` instead (for a request that only joined this call)."""
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.args = self.args
+        clone.usage = usage
+        return clone
 
 
 class JudgeOutputError(JudgeError):

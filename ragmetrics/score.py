@@ -19,6 +19,7 @@ __all__ = [
     "Status",
     "Usage",
     "Verdict",
+    "spent_by",
 ]
 
 Status = Literal[
@@ -38,29 +39,69 @@ Verdict = Literal["supported", "contradicted", "not_found"]
 
 
 class Usage(BaseModel):
-    """LLM usage behind one result (or summed over many)."""
+    """LLM usage behind one result (or summed over many).
+
+    ``calls`` counts every HTTP attempt, whatever came of it: ``calls - reasks - retries`` requests
+    were sent for the first time, ``reasks`` re-sent after an invalid reply, ``retries`` re-sent after
+    a transient failure or a truncated reply. Tokens and cost are what the provider reported for the
+    attempts it answered, including replies that were thrown away; ``unmetered`` attempts (timed
+    out, refused, or answered without usage) have no token count and so no cost here.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     calls: int = 0
-    """LLM requests actually sent (re-asks and retries included)."""
+    """HTTP requests actually sent (first attempts, re-asks and retries)."""
+    reasks: int = 0
+    """Of ``calls``: requests re-sent because the previous reply failed validation."""
+    retries: int = 0
+    """Of ``calls``: requests re-sent after a 429, 5xx, timeout, dropped connection or truncated reply."""
+    unmetered: int = 0
+    """Of ``calls``: attempts the provider reported no usage for (timed out, an error status)."""
     cached_calls: int = 0
     """Requests answered from the cache or shared with an identical request in flight."""
     prompt_tokens: int = 0
-    """Prompt (input) tokens billed."""
+    """Prompt (input) tokens billed, over every answered attempt."""
     completion_tokens: int = 0
-    """Completion (output) tokens billed."""
+    """Completion (output) tokens billed, over every answered attempt."""
     cost_usd: float = 0.0
     """Cost in US dollars from the price table; 0 for cached answers and the offline judge."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             calls=self.calls + other.calls,
+            reasks=self.reasks + other.reasks,
+            retries=self.retries + other.retries,
+            unmetered=self.unmetered + other.unmetered,
             cached_calls=self.cached_calls + other.cached_calls,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
         )
+
+    @property
+    def requests(self) -> int:
+        """Requests sent for the first time (``calls`` less re-asks and retries)."""
+        return self.calls - self.reasks - self.retries
+
+    def describe(self) -> str:
+        """``12 LLM calls (9 requests, 2 re-asks, 1 retry; 1 unmetered)`` for summaries."""
+        text = f"{self.calls} LLM call{'s' if self.calls != 1 else ''}"
+        if self.reasks or self.retries:
+            parts = [f"{self.requests} request{'s' if self.requests != 1 else ''}"]
+            parts.append(f"{self.reasks} re-ask{'s' if self.reasks != 1 else ''}")
+            parts.append(f"{self.retries} retr{'ies' if self.retries != 1 else 'y'}")
+            text += f" ({', '.join(parts)}"
+            text += f"; {self.unmetered} unmetered)" if self.unmetered else ")"
+        elif self.unmetered:
+            text += f" ({self.unmetered} unmetered)"
+        return text
+
+
+def spent_by(exc: BaseException) -> Usage:
+    """What a failed call cost: a :class:`~ragmetrics.errors.JudgeError`'s usage, else zero usage."""
+    usage = getattr(exc, "usage", None)
+    return usage if isinstance(usage, Usage) else Usage()
 
 
 class JudgeInfo(BaseModel):

@@ -80,10 +80,7 @@ def classify_instructor(exc: BaseException) -> tuple[Failure | None, BaseExcepti
         return Failure(
             status="judge_output_invalid",
             transient=False,
-            message=(
-                f"output failed validation after {exc.n_attempts} attempts: "
-                f"{'; '.join(problems)[:300]} (last reply: {reply[:200]!r})"
-            ),
+            message=f"last reply failed validation: {'; '.join(problems)[:300]} (reply: {reply[:200]!r})",
             hint="try a stronger judge model, or check that the server supports tool calling / JSON mode",
         ), exc
     if isinstance(exc, _parse_errors()):
@@ -147,7 +144,12 @@ def classify_call_error(
     if failure is not None:
         return failure
     if isinstance(exc, sdk.APITimeoutError):
-        return Failure(status="timeout", transient=True, message=f"no reply within {timeout_s:g} s")
+        return Failure(
+            status="timeout",
+            transient=True,
+            message=f"no reply within {timeout_s:g} s",
+            min_wait_s=timeout_s / 4,
+        )
     if isinstance(exc, sdk.APIConnectionError):
         return Failure(status="provider_error", transient=True, message=f"could not connect to {host}: {exc}")
     if isinstance(exc, sdk.APIStatusError):

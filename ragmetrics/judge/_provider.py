@@ -1,7 +1,10 @@
 """What every network judge shares.
 
 The concurrency bound, the retry loop, truncation handling, usage and cost accounting, and
-per-event-loop SDK clients.
+per-event-loop SDK clients. Usage counts every HTTP attempt (a :class:`~ragmetrics.judge.metering.Meter`
+fed by hooks on the SDK's HTTP client, :meth:`ProviderJudge._http_client`), and rides on the reply,
+on the :class:`~ragmetrics.errors.JudgeError` of a failed request, or (cancelled) on the row's
+:func:`~ragmetrics.judge.metering.unclaimed` tally.
 
 Subclasses implement three things: build an SDK client, make one structured call through
 instructor, and classify an SDK exception into a :class:`~ragmetrics.judge.retry.Failure`.
@@ -20,6 +23,7 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from ragmetrics.errors import JudgeError, JudgeOutputError
+from ragmetrics.judge import metering
 from ragmetrics.judge.base import JudgeReply, JudgeRequest
 from ragmetrics.judge.limits import AdaptiveLimiter, RateLimiter
 from ragmetrics.judge.pricing import PriceTable, cost_usd, load_prices
@@ -132,14 +136,38 @@ class ProviderJudge(ABC):
         if client is not None:
             await client.close()
 
+    def _cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        settings = self.settings
+        return cost_usd(self.prices, settings.provider, settings.model, prompt_tokens, completion_tokens)
+
+    def _http_client(self, sdk: Any) -> Any:
+        """The SDK's default async HTTP client with the metering hooks (``sdk``: openai or anthropic)."""
+        return sdk.DefaultAsyncHttpxClient(event_hooks=metering.event_hooks())
+
+    def _spent(self, meter: metering.Meter, calls: int, outcome: CallOutcome | None) -> Usage:
+        """The request's usage: the meter's, or the loop's own count if the client has no hooks."""
+        if meter.calls or outcome is None:
+            return meter.usage(self._cost)
+        prompt, completion = outcome.prompt_tokens, outcome.completion_tokens
+        return Usage(
+            calls=calls,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=self._cost(prompt, completion),
+        )
+
     def _error(self, failure: Failure, attempts: int) -> JudgeError:
+        meter = metering.current()
+        usage = meter.usage(self._cost) if meter is not None and meter.calls else Usage(calls=attempts)
         common = dict(
             provider=self.settings.provider,
             model=self.settings.model,
-            attempts=attempts,
+            attempts=usage.calls,
+            reasks=usage.reasks,
             status=failure.status,
             http_status=failure.http_status,
             hint=failure.hint,
+            usage=usage,
         )
         if failure.status in ("judge_output_invalid", "truncated"):
             return JudgeOutputError(failure.message, **common)  # type: ignore[arg-type]
@@ -148,19 +176,32 @@ class ProviderJudge(ABC):
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         """Answer one request, retrying transient failures and truncated output.
 
+        The reply's usage counts every HTTP attempt made for it; so does a raised error's ``usage``.
+
         Raises:
             JudgeError: Retries exhausted or a fatal provider error (status says which).
             JudgeOutputError: The output never validated, or stayed truncated at the token cap.
         """
         started = time.perf_counter()
+        with metering.metering() as meter:
+            try:
+                outcome, calls = await self._complete(request, meter)
+            except asyncio.CancelledError:
+                metering.note_unclaimed(meter.usage(self._cost))
+                raise
+            usage = self._spent(meter, calls, outcome)
+        return JudgeReply(
+            value=outcome.value, usage=usage, latency_ms=(time.perf_counter() - started) * 1000.0
+        )
+
+    async def _complete(self, request: JudgeRequest, meter: metering.Meter) -> tuple[CallOutcome, int]:
+        """The truncation loop around :meth:`_with_retries`; returns the outcome and the loop's call count."""
         max_tokens = request.max_tokens or self.settings.max_tokens
-        calls = prompt_tokens = completion_tokens = 0
-        attempts = 0
+        calls = 0
         while True:
             try:
-                outcome, used = await self._with_retries(request, max_tokens)
+                outcome, used = await self._with_retries(request, max_tokens, meter)
             except _Truncated as exc:
-                attempts += 1
                 calls += 1
                 if max_tokens >= self.settings.max_tokens_cap:
                     raise self._error(
@@ -170,28 +211,17 @@ class ProviderJudge(ABC):
                             message=f"output cut off at the {max_tokens}-token limit {exc}",
                             hint="raise max_tokens_cap, or split the input (context_budget_tokens)",
                         ),
-                        attempts,
+                        calls,
                     ) from None
                 max_tokens = min(self.settings.max_tokens_cap, max_tokens * 2)
                 log.info("%s: output truncated; retrying with max_tokens=%d", self.info.spec, max_tokens)
+                meter.resend()
                 continue
-            calls += used + outcome.attempts - 1
-            prompt_tokens += outcome.prompt_tokens
-            completion_tokens += outcome.completion_tokens
-            break
-        usage = Usage(
-            calls=calls,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost_usd=cost_usd(
-                self.prices, self.settings.provider, self.settings.model, prompt_tokens, completion_tokens
-            ),
-        )
-        return JudgeReply(
-            value=outcome.value, usage=usage, latency_ms=(time.perf_counter() - started) * 1000.0
-        )
+            return outcome, calls + used + outcome.attempts - 1
 
-    async def _with_retries(self, request: JudgeRequest, max_tokens: int) -> tuple[CallOutcome, int]:
+    async def _with_retries(
+        self, request: JudgeRequest, max_tokens: int, meter: metering.Meter
+    ) -> tuple[CallOutcome, int]:
         """Run the call under the limiter, retrying transient failures; returns (outcome, attempts)."""
         attempt_no = 0
         retrying = AsyncRetrying(
@@ -206,6 +236,7 @@ class ProviderJudge(ABC):
                     attempt_no = attempt.retry_state.attempt_number
                     if attempt_no > 1:
                         self.retries += 1
+                        meter.resend()
                     await self.limiter.acquire()
                     try:
                         if self.rate is not None:
@@ -221,11 +252,13 @@ class ProviderJudge(ABC):
                     except _Truncated:
                         raise
                     except asyncio.TimeoutError as exc:
+                        self.limiter.on_rate_limited()  # a server too slow to answer is overloaded too
                         raise TransientFailure(
                             Failure(
                                 status="timeout",
                                 transient=True,
                                 message=f"no reply within {self.settings.timeout_s:g} s",
+                                min_wait_s=self.settings.timeout_s / 4,
                             )
                         ) from exc
                     except Exception as exc:
@@ -234,7 +267,7 @@ class ProviderJudge(ABC):
                             raise
                         if failure.status == "truncated":
                             raise _Truncated(failure.message) from exc
-                        if failure.status == "rate_limited":
+                        if failure.status in ("rate_limited", "timeout"):
                             self.limiter.on_rate_limited()
                         if failure.transient:
                             raise TransientFailure(failure) from exc

@@ -47,13 +47,14 @@ class AnthropicJudge(ProviderJudge):
         return f"AnthropicJudge({self.info.spec!r})"
 
     def _make_client(self) -> Any:
-        from anthropic import AsyncAnthropic
+        import anthropic
 
-        return AsyncAnthropic(
+        return anthropic.AsyncAnthropic(
             api_key=self._api_key,
             base_url=self.settings.base_url,
             max_retries=0,
             timeout=self.settings.timeout_s,
+            http_client=self._http_client(anthropic),
         )
 
     async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:

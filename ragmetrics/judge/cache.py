@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ragmetrics.errors import JudgeError
 from ragmetrics.judge._store import DiskStore, LruMemo
 from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest
 from ragmetrics.score import Usage
@@ -140,7 +141,9 @@ class CachingJudge:
             future.cancel()  # joined requests notice and make the call themselves
             raise
         except BaseException as exc:
-            future.set_exception(exc)
+            # requests that joined this call spent nothing: their copy of a JudgeError carries no usage
+            shared = exc.with_usage(Usage(cached_calls=1)) if isinstance(exc, JudgeError) else exc
+            future.set_exception(shared)
             future.exception()  # mark retrieved: waiters re-raise it themselves
             raise
         finally:

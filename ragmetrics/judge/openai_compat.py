@@ -45,13 +45,14 @@ class OpenAIJudge(ProviderJudge):
         return f"OpenAIJudge({self.info.spec!r}, mode={self._mode!r})"
 
     def _make_client(self) -> Any:
-        from openai import AsyncOpenAI
+        import openai
 
-        return AsyncOpenAI(
+        return openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.settings.base_url,
             max_retries=0,
             timeout=self.settings.timeout_s,
+            http_client=self._http_client(openai),
         )
 
     async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:

@@ -1,6 +1,8 @@
 """Retry policy for transient provider failures: exponential backoff with jitter that honours Retry-After.
 
-Only transient failures are retried here (429, 5xx, timeouts, dropped connections); schema and JSON
+Only transient failures are retried here (429, 5xx, timeouts, dropped connections), all with the same
+exponential backoff; a timeout also waits at least a quarter of the timeout (a slow local server is
+likely still computing the abandoned request) and, like a 429, halves the concurrency limit. Schema and JSON
 failures are re-asked by instructor with its own small budget, and truncated output is retried by the
 provider adapter with more room. Adapters classify SDK exceptions into :class:`Failure` values.
 """
@@ -42,6 +44,10 @@ class Failure:
     message: str
     http_status: int | None = None
     retry_after_s: float | None = None
+    min_wait_s: float = 0.0
+    """Least wait before the next attempt (up to the policy's ``maximum_s``): after a timeout, a
+    quarter of the timeout, so a server still computing the abandoned request is not sent it again
+    at once."""
     hint: str | None = None
 
 
@@ -122,4 +128,6 @@ class WaitRetryAfterOrBackoff(wait_base):
         backoff += backoff * policy.jitter * self.rng.random()
         if isinstance(exc, TransientFailure) and exc.failure.retry_after_s is not None:
             return min(policy.max_retry_after_s, max(exc.failure.retry_after_s, 0.0))
+        if isinstance(exc, TransientFailure):
+            backoff = max(backoff, min(policy.maximum_s, exc.failure.min_wait_s))
         return backoff

@@ -26,6 +26,7 @@ from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
 from ragmetrics.judge._offline_claims import states_facts
+from ragmetrics.judge.metering import note_unclaimed
 from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics._schemas import (
     ClaimExtraction,
@@ -37,7 +38,7 @@ from ragmetrics.metrics._schemas import (
 from ragmetrics.metrics.base import check_threshold, passed_at
 from ragmetrics.prompting import load_prompt, numbered_blocks, render
 from ragmetrics.sample import Sample
-from ragmetrics.score import ClaimRecord, MetricResult, Usage
+from ragmetrics.score import ClaimRecord, MetricResult, Usage, spent_by
 
 __all__ = ["ClaimMetric", "ClaimsOutcome", "VerifiedClaimMetric", "quote_found"]
 
@@ -206,7 +207,12 @@ _RANK = {"supported": 0, "contradicted": 1, "not_found": 2}
 async def run_claims(
     judge: Judge, sample: Sample, *, verify: bool, budget_tokens: int, repeat: int = 0
 ) -> ClaimsOutcome:
-    """Extract the sample's claims and, if asked and there are contexts, verify them."""
+    """Extract the sample's claims and, if asked and there are contexts, verify them.
+
+    Raises:
+        JudgeError: A call failed for good; its ``usage`` covers every call made here (extraction and
+            every verification chunk), not only the failed one.
+    """
     reply = await judge.complete(extract_request(sample, repeat))
     extraction: ClaimExtraction = reply.value  # type: ignore[assignment]
     usage = reply.usage
@@ -217,12 +223,24 @@ async def run_claims(
     chunks = chunk_contexts(sample.contexts, budget_tokens)
     import asyncio
 
-    replies: list[JudgeReply] = await asyncio.gather(
-        *(judge.complete(verify_request(claims, [p.text for p in chunk], repeat)) for chunk in chunks)
-    )
+    # every chunk finishes (and is paid for) even when one fails, so the failure carries their usage
+    try:
+        answers: list[JudgeReply | BaseException] = await asyncio.gather(
+            *(judge.complete(verify_request(claims, [p.text for p in chunk], repeat)) for chunk in chunks),
+            return_exceptions=True,
+        )
+    except asyncio.CancelledError:  # the sample timed out: the extraction was paid for all the same
+        note_unclaimed(usage)
+        raise
+    failures = [a for a in answers if isinstance(a, BaseException)]
+    for answer in answers:
+        usage = usage + (answer.usage if isinstance(answer, JudgeReply) else spent_by(answer))
+    if failures:
+        first = failures[0]
+        raise first.with_usage(usage) if isinstance(first, JudgeError) else first
+    replies = [a for a in answers if isinstance(a, JudgeReply)]
     repairs: list[str] = []
     for chunk, chunk_reply in zip(chunks, replies, strict=True):  # gather: one reply per chunk
-        usage = usage + chunk_reply.usage
         result: ClaimVerification = chunk_reply.value  # type: ignore[assignment]
         repairs += [r for r in result.repairs if r not in repairs]
         for v in result.verdicts:
@@ -357,8 +375,8 @@ class ClaimMetric(JudgeHolder):
                 budget_tokens=self.context_budget_tokens,
                 repeat=repeat,
             )
-        except JudgeError as exc:
-            return self._result(None, started, status=exc.status, message=str(exc))
+        except JudgeError as exc:  # what the failed calls cost stays on the result
+            return self._result(None, started, status=exc.status, message=str(exc), usage=spent_by(exc))
         return self._finish(sample, outcome, started)
 
     # -- for subclasses -----------------------------------------------------------------------------

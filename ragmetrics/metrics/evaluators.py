@@ -30,7 +30,7 @@ from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError
 from ragmetrics.metrics.base import check_threshold
 from ragmetrics.sample import Sample
-from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage
+from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage, spent_by
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -88,9 +88,15 @@ def check_flag(value: object, option: str, owner: str) -> bool:
 
 
 def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None) -> Scored:
-    """A judge (or embedding provider) failure as a result without a score: status and message."""
+    """A judge (or embedding provider) failure as a result without a score: status, message, usage spent."""
     status = exc.status if exc.status in STATUSES else "provider_error"
-    return Scored(score=None, status=status, message=str(exc), judge=judge)  # type: ignore[arg-type]
+    return Scored(
+        score=None,
+        status=status,  # type: ignore[arg-type]
+        message=str(exc),
+        judge=judge,
+        usage=spent_by(exc),
+    )
 
 
 def _check_text(value: object, field_name: str, owner: str) -> str:

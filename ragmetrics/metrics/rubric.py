@@ -31,6 +31,7 @@ from typing import Any
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
+from ragmetrics.judge.metering import note_unclaimed
 from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics._rubric_schemas import (
     EvaluationSteps,
@@ -42,7 +43,7 @@ from ragmetrics.metrics._rubric_schemas import (
 )
 from ragmetrics.metrics.evaluators import Evaluator, Scored, judge_failure, package_version
 from ragmetrics.prompting import Prompt, Raw, escape, load_prompt, numbered_blocks, render
-from ragmetrics.score import MetricResult, Usage
+from ragmetrics.score import MetricResult, Usage, spent_by
 
 __all__ = [
     "EvaluationSteps",
@@ -242,6 +243,8 @@ class LLMJudgeEvaluator(_JudgedEvaluator):
                         problems=["no rating in 0..10"],
                         provider=info.provider,
                         model=info.model,
+                        attempts=reply.usage.calls,
+                        usage=reply.usage,
                     )
         except JudgeError as exc:
             return judge_failure(exc, info)
@@ -440,9 +443,18 @@ class GEvalEvaluator(_JudgedEvaluator):
                     version=LOGIC_VERSION,
                 )
             )
+        except asyncio.CancelledError:  # cut off by a timeout: the steps were paid for all the same
+            note_unclaimed(usage)
+            raise
         except JudgeError as exc:
             failed = judge_failure(exc, info)
-            return Scored(score=None, status=failed.status, message=failed.message, usage=usage, judge=info)
+            return Scored(
+                score=None,
+                status=failed.status,
+                message=failed.message,
+                usage=usage + spent_by(exc),
+                judge=info,
+            )
         usage = usage + reply.usage
         value: GEvalGrade = reply.value  # type: ignore[assignment]
         verdict = "passes" if value.passed else "fails"

@@ -2,7 +2,8 @@
 
 :class:`SampleExecutor` never raises for a bad row, a metric that raises or a sample that times out:
 each becomes an error record through :func:`~ragmetrics.pipeline._failure.failure_record`, and the
-first failure is handed back beside the record for ``raise_on_error``.
+first failure is handed back beside the record for ``raise_on_error``. The record's usage counts every
+call made for the row: the results', the failures' and that of calls its timeout cut off.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmetrics.errors import InvalidInputError, NoScoreError
+from ragmetrics.judge.metering import unclaimed
 from ragmetrics.pipeline._failure import SampleTimeoutError, failure_record
 from ragmetrics.pipeline._metric_call import MetricCall
 from ragmetrics.pipeline.dataset import Row, to_sample
@@ -73,8 +75,9 @@ class SampleExecutor:
                 errors = [failure_record(exc, row=row.index)]
                 return self.failed_record(row, None, errors, (time.perf_counter() - started) * 1000.0), exc
         jobs = [(call, r) for call in self.calls for r in range(self.repeats)]
-        outcomes: list[MetricResult | BaseException] = await self._run_jobs(sample, jobs)
-        return self._build(row, sample, jobs, outcomes, started)
+        with unclaimed() as cut_off:  # what calls cancelled by the sample's timeout had spent
+            outcomes: list[MetricResult | BaseException] = await self._run_jobs(sample, jobs)
+        return self._build(row, sample, jobs, outcomes, started, cut_off.usage)
 
     async def _run_jobs(self, sample: Sample, jobs: list[tuple[MetricCall, int]]) -> list[Any]:
         timeout = self.timeout_s
@@ -120,6 +123,7 @@ class SampleExecutor:
         jobs: list[tuple[MetricCall, int]],
         outcomes: list[Any],
         started: float,
+        cut_off: Usage,
     ) -> tuple[EvaluationResult, Any]:
         scores: dict[str, float | None] = {}
         results: dict[str, MetricResult] = {}
@@ -150,6 +154,9 @@ class SampleExecutor:
                 else:
                     repeat_scores.append(None)
                     failure = failure_record(outcome, metric=call.name, row=row.index)
+                    if isinstance(outcome, SampleTimeoutError) and cut_off.calls:
+                        failure.usage, cut_off = cut_off, Usage()  # the first timeout record carries it
+                    usage = usage + failure.usage
                     if where:
                         failure.message += where
                     errors.append(failure)
@@ -163,6 +170,7 @@ class SampleExecutor:
             scores[call.name] = math.fsum(got) / len(got) if got else None
             if self.repeats > 1:
                 spread[call.name] = ScoreSpread.of(repeat_scores)
+        usage = usage + cut_off  # spent by calls cut off, if no timeout record took it
         record = EvaluationResult(
             index=row.index,
             id=sample.id if sample.id is not None else str(row.index),

@@ -13,6 +13,7 @@ import traceback as tb
 
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError, RagMetricsError, shorten
 from ragmetrics.pipeline.report import ErrorRecord
+from ragmetrics.score import spent_by
 
 __all__ = ["BudgetExceededError", "SampleTimeoutError", "failure_record"]
 
@@ -26,7 +27,7 @@ class SampleTimeoutError(RagMetricsError):
 
 
 def failure_record(exc: BaseException, *, metric: str | None = None, row: int | None = None) -> ErrorRecord:
-    """Turn an exception into an error record: status, message, type and (when unexpected) traceback.
+    """Turn an exception into an error record: status, message, type, usage, and (if unexpected) traceback.
 
     Args:
         exc: What was raised (or built to describe a missing score).
@@ -52,6 +53,7 @@ def failure_record(exc: BaseException, *, metric: str | None = None, row: int | 
     if status == "error" and metric is not None:
         message = f"metric '{metric}' raised {type(exc).__name__}: {shorten(message, 500)}"
     return ErrorRecord(
+        usage=spent_by(exc),
         metric=metric,
         status=status,
         message=message,

@@ -59,6 +59,9 @@ class ErrorRecord(BaseModel):
     """The dataset row (0-based)."""
     field: str | None = None
     """The input field at fault, for bad input."""
+    usage: Usage = Field(default_factory=Usage)
+    """What the failed calls cost when no metric result carries it (a metric that raised a
+    ``JudgeError``, calls cut off by the sample's timeout); already in the record's ``usage``."""
 
 
 class ScoreSpread(BaseModel):

@@ -347,9 +347,9 @@ class Report(BaseModel):
         rate = f"{r.cache.hit_rate:.0%}" if r.cache.hit_rate is not None else "-"
         lines.append(
             f"{r.samples} samples ({r.failed} with errors, {r.skipped} skipped) in {r.wall_time_s:.1f} s; "
-            f"{r.usage.calls} calls, {r.usage.prompt_tokens + r.usage.completion_tokens} tokens, "
+            f"{r.usage.describe()}, {r.usage.prompt_tokens + r.usage.completion_tokens} tokens, "
             f"${r.usage.cost_usd:.4f}; cache hits {r.cache.hits + r.cache.shared}, misses {r.cache.misses} "
-            f"({rate}); retries {r.retries}; throttled {r.throttled}"
+            f"({rate}); transient retries {r.retries}; throttled {r.throttled}"
         )
         return "\n".join(lines)
 

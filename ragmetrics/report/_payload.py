@@ -52,7 +52,8 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
                   [status code per metric], cost_usd, latency_ms, [result|null per metric],
                   [error], {metric: [repeat score]} | null]
         result = [score, status code, message, reasoning, passed, threshold, [claim],
-                  [calls, cached_calls, prompt_tokens, completion_tokens, cost_usd], latency_ms,
+                  [calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, reasks, retries,
+                  unmetered], latency_ms,
                   judge index, details (an object, or null), signature]
         claim  = [text (-1: same as its span), span start, span end, span text (when not located),
                   verdict (0 none, 1 supported, 2 contradicted, 3 not_found),
@@ -146,7 +147,16 @@ def _result(
         result.passed,
         result.threshold,
         claims,
-        [u.calls, u.cached_calls, u.prompt_tokens, u.completion_tokens, round(u.cost_usd, 8)],
+        [
+            u.calls,
+            u.cached_calls,
+            u.prompt_tokens,
+            u.completion_tokens,
+            round(u.cost_usd, 8),
+            u.reasks,
+            u.retries,
+            u.unmetered,
+        ],
         round(result.latency_ms, 1),
         judge_code(result.judge),
         _plain(result.details) if result.details else None,

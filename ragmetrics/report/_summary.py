@@ -105,7 +105,13 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
             _num(usage.prompt_tokens + usage.completion_tokens),
             f"{_num(usage.prompt_tokens)} in, {_num(usage.completion_tokens)} out",
         ),
-        ("LLM calls", _num(usage.calls), f"{_num(usage.cached_calls)} answered from cache"),
+        (
+            "LLM calls",
+            _num(usage.calls),
+            f"{_num(usage.requests)} requests, {_num(usage.reasks)} re-asks, {_num(usage.retries)} retries"
+            + (f", {_num(usage.unmetered)} unmetered" if usage.unmetered else "")
+            + f"; {_num(usage.cached_calls)} answered from cache",
+        ),
         (
             "Cache hits",
             _num(cache.hits + cache.shared) + hit_rate,
@@ -115,7 +121,7 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
         (
             "Wall time",
             f"{run.wall_time_s:,.1f} s",
-            f"{run.retries} retries, {run.throttled} throttled"
+            f"{run.retries} transient retries, {run.throttled} throttled"
             + (f", {run.repeats} repeats" if run.repeats > 1 else ""),
         ),
     ]

@@ -41,7 +41,7 @@ async def test_500s_until_attempts_run_out_report_provider_model_and_count(fake_
         await judge.complete(extract_request(sample()))
     err = info.value
     assert err.attempts == 3 and err.http_status == 500 and err.status == "provider_error"
-    assert "openai:gpt-4o-mini" in str(err) and "3 attempts" in str(err) and "boom" in str(err)
+    assert "openai:gpt-4o-mini" in str(err) and "3 HTTP attempts" in str(err) and "boom" in str(err)
     assert fake_llm_server.calls.total() == 3
     await judge.aclose()
 

@@ -149,7 +149,7 @@ async def test_judge_errors_become_results_with_their_status():
     )
     result = await LLMJudgeEvaluator(failing, cache=False).evaluate("a", "b", "c")
     assert result.score is None and result.status == "rate_limited" and result.passed is None
-    assert "after 6 attempts" in (result.message or "")
+    assert "after 6 HTTP attempts" in (result.message or "")
     invalid = ScriptedJudge(llm_rubric__grade=[JudgeOutputError("bad json", provider="openai", model="m")])
     result = await LLMRubricEvaluator("Is polite", invalid, cache=False).evaluate("hi")
     assert result.status == "judge_output_invalid"

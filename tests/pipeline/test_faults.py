@@ -90,7 +90,7 @@ async def test_a_judge_that_never_answers_gives_records_that_say_why(
     for record in results:
         assert record.mean_score is None
         assert {e.status for e in record.errors} == {"rate_limited"}
-        assert all("3 attempts" in e.message and "HTTP 429" in e.message for e in record.errors)
+        assert all("3 HTTP attempts" in e.message and "HTTP 429" in e.message for e in record.errors)
     assert results.summary()["faithfulness"].statuses == {"rate_limited": 4}
     srv.reset()
     srv.faults(malformed=1.0)

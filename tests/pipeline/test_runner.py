@@ -345,7 +345,7 @@ async def test_a_sample_that_fails_for_good_says_why_and_the_others_are_unharmed
     bad = results[3]
     assert bad.scores == {"faithfulness": None, "relevancy": None, "groundedness": None}
     assert {e.status for e in bad.errors} == {"provider_error"}
-    assert all("upstream exploded" in e.message and "2 attempts" in e.message for e in bad.errors)
+    assert all("upstream exploded" in e.message and "2 HTTP attempts" in e.message for e in bad.errors)
     assert all(r.ok for i, r in enumerate(results) if i != 3)
     assert results.stats.retries >= 1
 

@@ -140,7 +140,7 @@ def test_data_block_round_trips_the_records(report, page):
     assert [data["statuses"][c] for c in known[7]] == ["ok", "ok", "ok"]
     faith = known[10][0]
     assert faith[0] == 0.6 and faith[4] is True and faith[5] == 0.5
-    assert faith[7] == [2, 1, 900, 120, 0.0004]
+    assert faith[7] == [2, 1, 900, 120, 0.0004, 0, 0, 0]
     assert data["judges"][faith[9]] == ["openai:gpt-4o-mini", "gpt-4o-mini", False]
     claims = faith[6]
     assert len(claims) == len(b.KNOWN_CLAIMS)

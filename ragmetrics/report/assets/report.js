@@ -457,7 +457,9 @@
       const judge = JUDGES[res[X_JUDGE]];
       const u = res[X_USAGE];
       line.append(h("span", null, "latency " + ms(res[X_LAT])), h("span", null, money(u[4])),
-        h("span", null, `${u[0]} call${u[0] === 1 ? "" : "s"}, ${u[1]} cached, ${int(u[2] + u[3])} tokens`));
+        h("span", null, `${u[0]} call${u[0] === 1 ? "" : "s"}` +
+          (u[5] || u[6] ? ` (${u[5] || 0} re-ask${u[5] === 1 ? "" : "s"}, ${u[6] || 0} retr${u[6] === 1 ? "y" : "ies"})` : "") +
+          `, ${u[1]} cached, ${int(u[2] + u[3])} tokens` + (u[7] ? `, ${u[7]} unmetered` : "")));
       if (judge) line.append(h("span", null, "judge " + (judge[2] ? judge[0] + " (heuristic)" : judge[0])));
     }
     panel.append(line);
