@@ -132,6 +132,12 @@ def _repairs(result: Any) -> list[str]:
     return found
 
 
+def _total(rows: list[dict[str, Any]], key: str) -> int | None:
+    """The sum of a count the results may not have (None when this ragmetrics does not record it)."""
+    values = [r[key] for r in rows]
+    return None if any(v is None for v in values) else sum(values)
+
+
 def sample_row(record: Any, proxy: Proxy) -> dict[str, Any]:
     """One sample: what the results account next to what the server received."""
     seen = proxy.completions(record.id)
@@ -157,9 +163,9 @@ def sample_row(record: Any, proxy: Proxy) -> dict[str, Any]:
         "statuses": statuses,
         "messages": messages,
         "nan_scores": nan,
-        "repairs": [
-            r for name in METRIC_NAMES if name in record.results for r in _repairs(record.results[name])
-        ],
+        "repairs": sorted(  # faithfulness and groundedness share one verification call: count it once
+            {r for name in METRIC_NAMES if name in record.results for r in _repairs(record.results[name])}
+        ),
         "seconds": round(record.latency_ms / 1000, 2),
         "result_calls": usage.calls,
         "result_reasks": _usage_field(usage, "reasks", "reask_calls"),
@@ -219,6 +225,8 @@ def run(args: argparse.Namespace, python: str, model: str, log: Path) -> dict[st
         "wall_s": round(wall, 1),
         "totals": {
             "result_calls": sum(r["result_calls"] for r in rows),
+            "result_reasks": _total(rows, "result_reasks"),
+            "result_retries": _total(rows, "result_retries"),
             "result_prompt_tokens": sum(r["result_prompt_tokens"] for r in rows),
             "result_completion_tokens": sum(r["result_completion_tokens"] for r in rows),
             "server_requests": len(proxy.completions()),
@@ -240,6 +248,10 @@ def run(args: argparse.Namespace, python: str, model: str, log: Path) -> dict[st
     }
 
 
+def _opt(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
 def _cell(row: dict[str, Any], name: str) -> str:
     score, status = row["scores"][name], row["statuses"].get(name, "-")
     if score is None:
@@ -250,15 +262,18 @@ def _cell(row: dict[str, Any], name: str) -> str:
 def table(result: dict[str, Any]) -> str:
     """The per-sample markdown table (a metric's cell is its score, its status when not ``ok``)."""
     lines = [
-        "| sample | faithfulness | relevancy | groundedness | calls (results / server) | re-asks (server) "
-        "| re-sent (server) | cut at max_tokens (server) | repairs | prompt tokens (results / server) "
+        "| sample | faithfulness | relevancy | groundedness | calls (results / server) "
+        "| re-asks (results / server) | re-sent (results / server) | cut at max_tokens (server) | repairs "
+        "| prompt tokens (results / server) "
         "| completion tokens (results / server) | s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["per_sample"]:
         lines.append(
             f"| {r['id']} | " + " | ".join(_cell(r, name) for name in METRIC_NAMES) + " "
-            f"| {r['result_calls']} / {r['server_requests']} | {r['server_reasks']} | {r['server_resends']} "
+            f"| {r['result_calls']} / {r['server_requests']} "
+            f"| {_opt(r['result_reasks'])} / {r['server_reasks']} "
+            f"| {_opt(r['result_retries'])} / {r['server_resends']} "
             f"| {r['server_cut_at_max_tokens']} | {len(r['repairs'])} "
             f"| {r['result_prompt_tokens']} / {r['server_prompt_tokens']} "
             f"| {r['result_completion_tokens']} / {r['server_completion_tokens']} | {r['seconds']:.0f} |"
@@ -266,8 +281,10 @@ def table(result: dict[str, Any]) -> str:
     t = result.get("totals")
     if t:
         lines.append(
-            f"| **all** | | | | {t['result_calls']} / {t['server_requests']} | {t['server_reasks']} "
-            f"| {t['server_resends']} | {t['server_cut_at_max_tokens']} | {t.get('repairs', '')} "
+            f"| **all** | | | | {t['result_calls']} / {t['server_requests']} "
+            f"| {_opt(t.get('result_reasks'))} / {t['server_reasks']} "
+            f"| {_opt(t.get('result_retries'))} / {t['server_resends']} "
+            f"| {t['server_cut_at_max_tokens']} | {t.get('repairs', '')} "
             f"| {t['result_prompt_tokens']} / {t['server_prompt_tokens']} "
             f"| {t['result_completion_tokens']} / {t['server_completion_tokens']} | {result['wall_s']:.0f} |"
         )
