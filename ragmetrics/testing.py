@@ -32,7 +32,7 @@ reply comes in the form asked for (tool call, ``tool_use`` block or content). No
 The draws are seeded by ``seed`` and the request's content, so a request gets the same instance
 whatever else runs concurrently. Not understood (and so possibly violated): ``pattern``, ``not``,
 ``if``/``then``/``else``, ``contains``, ``patternProperties``; a schema that nests deeper than 64
-levels or would need more than 100,000 values gets HTTP 400.
+levels or would need more than 10,000 values gets HTTP 400.
 
 ``FakeLLMServer(dialect="llama-cpp")`` answers as llama-cpp-python's server 0.3.x does: HTTP 500
 (``internal_server_error``, ``Input should be 'text' or 'json_object'``) for ``response_format`` type

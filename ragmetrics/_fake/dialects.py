@@ -86,11 +86,14 @@ def reject(dialect: str, endpoint: str, body: Mapping[str, Any]) -> Rejection | 
 def adapt(dialect: str, body: Mapping[str, Any], call: Call) -> Call:
     """The call as the dialect's server treats it.
 
-    llama-cpp ignores tools (or legacy functions) unless one is named, and answers in the content.
+    llama-cpp ignores tools (or legacy functions) unless one is named, and answers in the content;
+    a named tool's call is repeated as a legacy ``function_call``.
     """
     if dialect != "llama-cpp":
         return call
     named = {"tools": "tool_choice", "functions": "function_call"}.get(call.mode)
     if named is not None and not isinstance(body.get(named), Mapping):
         return replace(call, mode="json_object", tool=None)
+    if call.mode == "tools":
+        return replace(call, echo_function_call=True)
     return call

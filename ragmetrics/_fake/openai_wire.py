@@ -96,6 +96,8 @@ def openai_completion(answer: Answer) -> dict[str, Any]:
         message["tool_calls"] = [
             {"id": f"call_fake{seq}", "type": "function", "function": {"name": call.tool, "arguments": text}}
         ]
+        if call.echo_function_call:
+            message["function_call"] = {"name": call.tool, "arguments": text}
         finish = "tool_calls"
     elif call.mode == "functions":
         message["function_call"] = {"name": call.tool, "arguments": text}

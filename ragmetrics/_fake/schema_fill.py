@@ -14,8 +14,9 @@ the n-th word, so that items differ. Not understood (and so possibly violated): 
 ``not``, ``if``/``then``/``else``, ``contains``, ``patternProperties``, ``dependentRequired``.
 
 The schema is untrusted request data: nesting deeper than :data:`MAX_DEPTH` (a recursive ``$ref``
-included), more than :data:`MAX_NODES` values, or more than :data:`MAX_CHARS` characters of strings
-raise :class:`SchemaFillError` instead of growing without bound.
+included) or a ``$ref`` loop, more than :data:`MAX_NODES` values or :data:`MAX_CHARS` characters of strings,
+more than :data:`MAX_STEPS` resolutions (``allOf`` fanning out through ``$ref``), or numeric bounds
+that overflow a float raise :class:`SchemaFillError` instead of growing without bound.
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_NODES", "SchemaFillError", "fill", "prompt_words"]
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_NODES", "MAX_STEPS", "SchemaFillError", "fill", "prompt_words"]
 
 MAX_DEPTH = 64
-"""Deepest nesting of schemas followed (``$ref`` hops count)."""
-MAX_NODES = 100_000
+"""Deepest nesting of values (and of ``allOf`` in ``allOf``); also the most ``$ref`` hops in a row."""
+MAX_NODES = 10_000
 """Most JSON values in one instance."""
 MAX_CHARS = 1_000_000
 """Most characters in the strings of one instance."""
+MAX_STEPS = 100_000
+"""Most schema resolutions (``$ref`` hops, ``allOf`` parts, branches) for one instance."""
 _MAX_WORDS = 10_000  # words of the prompt kept to draw strings from
 _DEFAULT_WORDS = 3  # words in a string with no length bounds
 _FALLBACK_WORD = "text"
@@ -88,16 +91,20 @@ class _Filler:
         self.rng = random.Random(seed)
         self.nodes = 0
         self.chars = 0
+        self.steps = 0
 
     # -- schema resolution -------------------------------------------------------------------------
 
-    def resolve(self, schema: Any, where: str, depth: int) -> tuple[Mapping[str, Any], int]:
-        """``schema`` with ``$ref``, ``allOf``, ``anyOf`` and ``oneOf`` applied, and the depth it took."""
-        while True:
-            if depth > MAX_DEPTH:
-                raise SchemaFillError(f"the schema nests deeper than {MAX_DEPTH} levels at {where}")
+    def resolve(self, schema: Any, where: str, depth: int) -> Mapping[str, Any]:
+        """``schema`` with ``$ref``, ``allOf``, ``anyOf`` and ``oneOf`` applied (at nesting ``depth``)."""
+        if depth > MAX_DEPTH:
+            raise SchemaFillError(f"the schema nests deeper than {MAX_DEPTH} levels at {where}")
+        for _ in range(MAX_DEPTH + 1):
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                raise SchemaFillError(f"the schema takes more than {MAX_STEPS} steps to resolve (at {where})")
             if schema is True or not isinstance(schema, Mapping):
-                return {}, depth
+                return {}
             if "$ref" in schema:
                 target = self.pointer(schema["$ref"], where)
                 rest = {k: v for k, v in schema.items() if k != "$ref"}
@@ -113,8 +120,10 @@ class _Filler:
                         schema = {**rest, **first}
                         break
                 else:
-                    return schema, depth
-            depth += 1
+                    return schema
+        raise SchemaFillError(
+            f"more than {MAX_DEPTH} $ref hops or branches in a row at {where} (a $ref loop?)"
+        )
 
     def pointer(self, ref: Any, where: str) -> Any:
         if not isinstance(ref, str) or not ref.startswith("#"):
@@ -134,7 +143,7 @@ class _Filler:
         """``allOf`` folded into one schema: properties merged, required united, else first wins."""
         merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
         for part in schema["allOf"]:
-            resolved, _ = self.resolve(part, where, depth + 1)
+            resolved = self.resolve(part, where, depth + 1)
             for key, value in resolved.items():
                 if key == "properties" and isinstance(value, Mapping):
                     merged["properties"] = {**value, **(merged.get("properties") or {})}
@@ -147,7 +156,7 @@ class _Filler:
     # -- values ------------------------------------------------------------------------------------
 
     def value(self, schema: Any, where: str, depth: int, nth: int) -> Any:
-        schema, depth = self.resolve(schema, where, depth)
+        schema = self.resolve(schema, where, depth)
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise SchemaFillError(f"the instance would hold more than {MAX_NODES} values (at {where})")
@@ -166,7 +175,13 @@ class _Filler:
         if kind == "array":
             return self.array(schema, where, depth)
         if kind in ("integer", "number"):
-            return self.number(schema, integer=kind == "integer", nth=nth)
+            try:
+                number = self.number(schema, integer=kind == "integer", nth=nth)
+            except OverflowError:
+                number = math.inf
+            if not math.isfinite(number):
+                raise SchemaFillError(f"the numeric bounds at {where} overflow a float")
+            return number
         if kind == "boolean":
             return nth % 2 == 1
         if kind == "null":

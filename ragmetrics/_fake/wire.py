@@ -81,6 +81,8 @@ class Call:
     """The response schema's top-level property names (to recognise a schema without a name)."""
     json_schema: Mapping[str, Any] | None = None
     """The response schema itself, wherever the request carried it (None: no schema found)."""
+    echo_function_call: bool = False
+    """Repeat a tool call as a legacy ``function_call`` too (llama-cpp-python's server does)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

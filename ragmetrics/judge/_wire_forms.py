@@ -54,24 +54,20 @@ def next_form(form: str, status: int, error: str) -> str | None:
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """``schema`` as strict structured output accepts it.
 
-    Local ``$ref``s are inlined, defaults dropped, and every object closed
-    (``additionalProperties: false``) with all of its properties required.
+    Defaults are dropped and every object (``$defs`` included) is closed
+    (``additionalProperties: false``) with all of its properties required; local ``$ref``s stay refs
+    (OpenAI strict mode, Anthropic tools and llama.cpp's grammar builder all follow them).
     Pure and idempotent; the input is not modified.
     """
-    defs = schema.get("$defs", {})
 
     def walk(node: Any, *, names: bool = False) -> Any:
         if isinstance(node, list):
             return [walk(v) for v in node]
         if not isinstance(node, dict):
             return node
-        if names:  # the mapping under "properties": keys are field names, values are schemas
+        if names:  # a mapping of names to schemas ("properties", "$defs")
             return {k: walk(v) for k, v in node.items()}
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
-            return walk({**defs[ref[8:]], **{k: v for k, v in node.items() if k != "$ref"}})
-        kept = {k: v for k, v in node.items() if k not in ("default", "$defs")}
-        out = {k: walk(v, names=(k == "properties")) for k, v in kept.items()}
+        out = {k: walk(v, names=k in ("properties", "$defs")) for k, v in node.items() if k != "default"}
         if isinstance(out.get("properties"), dict):
             out["required"] = list(out["properties"])
             out["additionalProperties"] = False

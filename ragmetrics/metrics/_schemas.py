@@ -194,8 +194,9 @@ class ClaimVerification(LeanSchema):
             },
         }
         keys = [str(i) for i in range(n_claims)]
-        schema["properties"]["verdicts"] = {"type": "object", "properties": dict.fromkeys(keys, slot)}
-        schema.pop("$defs", None)
+        ref = {"$ref": "#/$defs/Verdict"}  # the slot is defined once: the schema travels as prompt tokens
+        schema["properties"]["verdicts"] = {"type": "object", "properties": {k: dict(ref) for k in keys}}
+        schema["$defs"] = {"Verdict": slot}
         return schema
 
     @model_validator(mode="before")
@@ -242,7 +243,7 @@ class ClaimVerification(LeanSchema):
         return self
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def verification_model(n_claims: int, n_contexts: int) -> type[ClaimVerification]:
     """The verification schema for ``n_claims`` claims judged against ``n_contexts`` contexts."""
     return type(

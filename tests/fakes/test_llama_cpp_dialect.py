@@ -100,6 +100,8 @@ async def test_a_named_tool_choice_gets_a_tool_call(srv: FakeLLMServer, oai: ope
     assert choice.finish_reason == "tool_calls"
     (call,) = choice.message.tool_calls or []
     assert isinstance(json.loads(call.function.arguments)["a"], int)  # type: ignore[union-attr]
+    assert choice.message.function_call is not None  # the real server repeats it there
+    assert choice.message.function_call.arguments == call.function.arguments  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("choice", [None, "auto", "required"])

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import anthropic
+import httpx2
 import instructor
 import jsonschema
 import openai
@@ -350,3 +351,32 @@ def test_bad_answer_and_dialect_names_are_config_errors() -> None:
         FakeLLMServer(answer="schemas")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="dialect must be one of 'openai', 'llama-cpp'"):
         FakeLLMServer(dialect="vllm")  # type: ignore[arg-type]
+
+
+def test_legacy_functions_and_anthropic_output_format_are_filled(srv: FakeLLMServer) -> None:
+    functions = {
+        "model": "m",
+        "messages": user(),
+        "functions": [
+            {"name": "Other", "parameters": {"type": "object"}},
+            {"name": "Verdict", "parameters": VERDICT},
+        ],
+        "function_call": {"name": "Verdict"},
+    }
+    output_format = {
+        "model": "claude-fake",
+        "max_tokens": 100,
+        "messages": user(),
+        "output_format": {"type": "json_schema", "schema": VERDICT},
+    }
+
+    legacy = httpx2.post(f"{srv.openai_base_url}/chat/completions", json=functions, timeout=10).json()
+    structured = httpx2.post(f"{srv.url}/v1/messages", json=output_format, timeout=10).json()
+
+    message = legacy["choices"][0]["message"]
+    assert message["function_call"]["name"] == "Verdict"
+    check(json.loads(message["function_call"]["arguments"]), VERDICT)
+    (block,) = structured["content"]
+    assert block["type"] == "text"
+    check(json.loads(block["text"]), VERDICT)
+    assert [r.mode for r in srv.requests] == ["functions", "json_schema"]

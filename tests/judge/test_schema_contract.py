@@ -47,6 +47,12 @@ def schema_of(body: dict[str, Any]) -> dict[str, Any]:
     return fmt["json_schema"]["schema"] if fmt["type"] == "json_schema" else fmt["schema"]
 
 
+def deref(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with a local ``$ref`` into ``schema``'s ``$defs`` followed."""
+    ref = node.get("$ref")
+    return schema["$defs"][ref.rsplit("/", 1)[1]] if ref else node
+
+
 @pytest.fixture(params=["openai", "anthropic"])
 def spec(request, fake_llm_server: FakeLLMServer, dummy_keys, monkeypatch) -> str:
     if request.param == "openai":
@@ -65,16 +71,18 @@ def test_verification_schema_has_one_required_slot_per_claim_and_an_enum_of_cont
 
     claims = schema_of(extract.body)["properties"]["claims"]
     assert claims["minItems"] == 1, "the answer states facts: at least one claim is asked for"
-    assert claims["items"]["additionalProperties"] is False
+    assert deref(schema_of(extract.body), claims["items"])["additionalProperties"] is False
 
     schema = schema_of(verify.body)
     slots = schema["properties"]["verdicts"]
     assert slots["type"] == "object" and slots["required"] == ["0", "1"]
     assert slots["additionalProperties"] is False
     for key in ("0", "1"):
-        context = slots["properties"][key]["properties"]["context"]
+        slot = deref(schema, slots["properties"][key])
+        context = slot["properties"]["context"]
         assert context["anyOf"] == [{"type": "integer", "enum": [0, 1, 2]}, {"type": "null"}]
-        assert slots["properties"][key]["required"] == ["verdict", "context", "evidence", "reason"]
+        assert slot["required"] == ["verdict", "context", "evidence", "reason"]
+        assert slot["additionalProperties"] is False
     if "tools" in verify.body and "function" in verify.body["tools"][0]:  # OpenAI: strict tool
         assert verify.body["tools"][0]["function"]["strict"] is True
         assert verify.body["tool_choice"]["function"]["name"] == "ClaimVerification"
@@ -104,10 +112,9 @@ def test_json_schema_mode_sends_a_strict_response_format(fake_llm_server: FakeLL
     fmt = verify.body["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     assert fmt["json_schema"]["name"] == "ClaimVerification" and "tools" not in verify.body
-    context = fmt["json_schema"]["schema"]["properties"]["verdicts"]["properties"]["1"]["properties"][
-        "context"
-    ]
-    assert context["anyOf"][0]["enum"] == [0]
+    schema = fmt["json_schema"]["schema"]
+    slot = deref(schema, schema["properties"]["verdicts"]["properties"]["1"])
+    assert slot["properties"]["context"]["anyOf"][0]["enum"] == [0]
 
 
 _LLAMA_CPP_500 = (
@@ -262,3 +269,11 @@ def test_a_forced_form_the_server_refuses_fails_at_once_with_a_hint(llama_cpp: F
     assert "does not accept mode='json_schema'" in (result.message or "")
     assert "json_object_schema" in (result.message or "")
     assert llama_cpp.calls.total() == 1, "not retried: the same form would be refused again"
+
+
+def test_llama_cpp_dialect_takes_the_strict_named_tool_first(llama_cpp: FakeLLMServer) -> None:
+    metric = FaithfulnessMetric(llm=f"openai:smollm2@{llama_cpp.openai_base_url}", cache=False, **FAST)
+    result = metric.evaluate_sync(question=Q, answer=A, contexts=CONTEXTS)
+    assert result.status == "ok" and result.usage.calls == 2, result.message
+    assert [r.mode for r in llama_cpp.requests] == ["tools", "tools"]
+    assert all(r.body["tools"][0]["function"]["strict"] is True for r in llama_cpp.requests)
