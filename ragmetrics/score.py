@@ -42,16 +42,20 @@ class Usage(BaseModel):
     """LLM usage behind one result (or summed over many).
 
     ``calls`` counts every HTTP attempt, whatever came of it: ``calls - reasks - retries`` requests
-    were sent for the first time, ``reasks`` re-sent after an invalid reply, ``retries`` re-sent after
-    a transient failure or a truncated reply. Tokens and cost are what the provider reported for the
-    attempts it answered, including replies that were thrown away; ``unmetered`` attempts (timed
-    out, refused, or answered without usage) have no token count and so no cost here.
+    were sent for the first time (``succeeded`` of them got a usable reply in the end, ``failed`` never
+    did), ``reasks`` re-sent after an invalid reply, ``retries`` re-sent after a transient failure or a
+    truncated reply; so ``calls = succeeded + failed + reasks + retries``. Tokens and cost are what
+    the provider reported for the attempts it answered, including replies that were thrown away;
+    ``unmetered`` attempts (timed out, refused, or answered without usage) have no token count and so
+    no cost here.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     calls: int = 0
     """HTTP requests actually sent (first attempts, re-asks and retries)."""
+    succeeded: int = 0
+    """Requests that ended with a usable reply (at most one per request, whatever it took)."""
     reasks: int = 0
     """Of ``calls``: requests re-sent because the previous reply failed validation."""
     retries: int = 0
@@ -70,6 +74,7 @@ class Usage(BaseModel):
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             calls=self.calls + other.calls,
+            succeeded=self.succeeded + other.succeeded,
             reasks=self.reasks + other.reasks,
             retries=self.retries + other.retries,
             unmetered=self.unmetered + other.unmetered,
@@ -84,11 +89,16 @@ class Usage(BaseModel):
         """Requests sent for the first time (``calls`` less re-asks and retries)."""
         return self.calls - self.reasks - self.retries
 
+    @property
+    def failed(self) -> int:
+        """Requests that never got a usable reply (``requests - succeeded``)."""
+        return max(0, self.requests - self.succeeded)
+
     def describe(self) -> str:
-        """``12 LLM calls (9 requests, 2 re-asks, 1 retry; 1 unmetered)`` for summaries."""
+        """``12 LLM calls (8 succeeded, 1 failed, 2 re-asks, 1 retry; 1 unmetered)`` for summaries."""
         text = f"{self.calls} LLM call{'s' if self.calls != 1 else ''}"
-        if self.reasks or self.retries:
-            parts = [f"{self.requests} request{'s' if self.requests != 1 else ''}"]
+        if self.reasks or self.retries or self.failed:
+            parts = [f"{self.succeeded} succeeded", f"{self.failed} failed"]
             parts.append(f"{self.reasks} re-ask{'s' if self.reasks != 1 else ''}")
             parts.append(f"{self.retries} retr{'ies' if self.retries != 1 else 'y'}")
             text += f" ({', '.join(parts)}"

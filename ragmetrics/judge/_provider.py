@@ -189,7 +189,7 @@ class ProviderJudge(ABC):
             except asyncio.CancelledError:
                 metering.note_unclaimed(meter.usage(self._cost))
                 raise
-            usage = self._spent(meter, calls, outcome)
+            usage = self._spent(meter, calls, outcome).model_copy(update={"succeeded": 1})
         return JudgeReply(
             value=outcome.value, usage=usage, latency_ms=(time.perf_counter() - started) * 1000.0
         )

@@ -108,7 +108,8 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
         (
             "LLM calls",
             _num(usage.calls),
-            f"{_num(usage.requests)} requests, {_num(usage.reasks)} re-asks, {_num(usage.retries)} retries"
+            f"{_num(usage.succeeded)} succeeded, {_num(usage.failed)} failed, {_num(usage.reasks)} re-asks, "
+            f"{_num(usage.retries)} retries"
             + (f", {_num(usage.unmetered)} unmetered" if usage.unmetered else "")
             + f"; {_num(usage.cached_calls)} answered from cache",
         ),

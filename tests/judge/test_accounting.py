@@ -98,7 +98,7 @@ async def test_a_request_that_succeeds_counts_every_attempt(srv: FakeLLMServer, 
     usage = reply.usage
     assert (usage.calls, usage.reasks, usage.retries, usage.unmetered) == (calls, reasks, retries, unmetered)
     assert_matches_server(usage, srv)
-    assert usage.requests == 1
+    assert usage.requests == 1 == usage.succeeded and usage.failed == 0
 
 
 async def test_anthropic_attempts_are_counted_the_same_way(srv: FakeLLMServer, monkeypatch) -> None:
@@ -127,6 +127,7 @@ async def test_a_request_that_fails_carries_what_it_cost(srv: FakeLLMServer) -> 
     await judge.aclose()
     err = info.value
     assert err.usage.calls == 3 and err.usage.reasks == 2 and err.attempts == 3 and err.reasks == 2
+    assert err.usage.succeeded == 0 and err.usage.failed == 1
     assert_matches_server(err.usage, srv)
     assert err.usage.cost_usd > 0, "replies that were thrown away were still billed"
     text = str(err)
@@ -194,7 +195,9 @@ async def test_pipeline_summary_agrees_with_the_server(srv: FakeLLMServer, tmp_p
     assert "3 HTTP attempts, 2 of them re-asks after invalid output" in failed.results["faithfulness"].message
     assert sum(r.usage.calls for r in results) == srv.calls.total()
     text = str(results.summary())
-    assert f"{srv.calls.total()} LLM calls" in text and "4 re-asks, 3 retries" in text
+    assert (
+        f"{srv.calls.total()} LLM calls (11 succeeded, 1 failed, 4 re-asks, 3 retries; 2 unmetered)" in text
+    )
 
 
 def _write_rows(path: Path) -> Path:
@@ -214,7 +217,8 @@ def test_cli_summary_agrees_with_the_server(srv: FakeLLMServer, tmp_path: Path, 
     main(args)
     out = capsys.readouterr().out
     calls = srv.calls.total()
-    assert f"6 samples, {calls} LLM calls ({calls - 7} requests, 4 re-asks, 3 retries; 2 unmetered)" in out
+    assert calls == 19, "6 extractions, 6 verifications, 4 re-asks, 3 retries"
+    assert f"6 samples, {calls} LLM calls (11 succeeded, 1 failed, 4 re-asks, 3 retries; 2 unmetered)" in out
 
 
 # -- the budget ------------------------------------------------------------------------------------
