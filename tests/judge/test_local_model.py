@@ -30,13 +30,8 @@ SAMPLES = [
         "answer": "The Eiffel Tower was finished in 1889.",
         "contexts": ["The Eiffel Tower in Paris was completed in 1889."],
     },
-    {
-        "id": "water",
-        "question": "At what temperature does water boil?",
-        "answer": "Water boils at 100 degrees Celsius at sea level.",
-        "contexts": ["At sea level, water boils at 100 degrees Celsius."],
-    },
 ]
+"""One sample, the issue's: on a loaded 2-core machine each schema-constrained call takes 1-4 minutes."""
 
 
 def _load_helpers() -> ModuleType:
@@ -93,7 +88,7 @@ def test_smollm2_scores_or_says_why_never_no_claims_for_facts_and_every_request_
     assert [r.id for r in records] == [s["id"] for s in SAMPLES]
     for record in records:
         for name in METRICS:
-            # both answers plainly state facts: "no claims, so 1.0" would be a silent wrong score
+            # the answer plainly states a fact: "no claims, so 1.0" would be a silent wrong score
             assert name not in record.results or record.results[name].status != "no_claims", (record.id, name)
             score = record.scores.get(name)
             if score is not None:
