@@ -18,7 +18,14 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from ragmetrics.errors import redact
 from ragmetrics.judge.retry import Failure, http_failure
 
-__all__ = ["classify_call_error", "classify_instructor", "prepared", "reask_policy", "total_tokens"]
+__all__ = [
+    "classify_call_error",
+    "classify_instructor",
+    "hit_token_limit",
+    "prepared",
+    "reask_policy",
+    "total_tokens",
+]
 
 
 @functools.lru_cache(maxsize=128)
@@ -92,6 +99,20 @@ def classify_instructor(exc: BaseException) -> tuple[Failure | None, BaseExcepti
             message=f"output failed validation: {'; '.join(_problems(exc))[:300]}",
         ), exc
     return None, exc
+
+
+def hit_token_limit(exc: BaseException, max_tokens: int) -> bool:
+    """Whether an invalid last reply used the whole completion budget: cut off, whatever it says.
+
+    Some servers report a tool call cut off at ``max_tokens`` with ``finish_reason: "tool_calls"``
+    (llama-cpp-python 0.3.x hard-codes it), so truncation shows only as invalid JSON; a reply that
+    spent every token it was allowed is treated as truncated and retried with more room.
+    """
+    usage = getattr(getattr(exc, "last_completion", None), "usage", None)
+    used = getattr(usage, "completion_tokens", None)
+    if used is None:
+        used = getattr(usage, "output_tokens", None)
+    return isinstance(used, int) and used >= max_tokens
 
 
 def _problems(exc: BaseException | None) -> list[str]:

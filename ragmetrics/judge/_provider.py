@@ -24,6 +24,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import metering
+from ragmetrics.judge._instructor import hit_token_limit
 from ragmetrics.judge.base import JudgeReply, JudgeRequest
 from ragmetrics.judge.breaker import DeadJudgeBreaker
 from ragmetrics.judge.limits import AdaptiveLimiter, RateLimiter
@@ -273,6 +274,12 @@ class ProviderJudge(ABC):
                         if failure is None:
                             raise
                         self.breaker.on_failure(failure)
+                        if failure.status == "judge_output_invalid" and hit_token_limit(exc, max_tokens):
+                            failure = Failure(
+                                status="truncated",
+                                transient=False,
+                                message=f"the reply used all {max_tokens} tokens and did not parse",
+                            )
                         if failure.status == "truncated":
                             raise _Truncated(failure.message) from exc
                         if failure.status in ("rate_limited", "timeout"):

@@ -252,3 +252,27 @@ async def test_instructor_retry_logs_are_quiet_in_our_calls_only(fake_llm_server
     assert retry_logger.level == logging.NOTSET  # the user's own configuration is untouched
     retry_logger.error("a user's own instructor call failed")  # outside our calls it still logs
     assert any(r.getMessage() == "a user's own instructor call failed" for r in caplog.records)
+
+
+async def test_an_unparsable_reply_that_used_every_token_is_truncation_whatever_finish_reason_says(
+    fake_llm_server, openai_spec
+):
+    # llama-cpp-python reports a tool call cut at max_tokens as finish_reason "tool_calls": the reply is
+    # broken JSON that spent the whole budget, so it is retried with more room instead of re-asked
+    fake_llm_server.enqueue(
+        FakeReply(json=seed.PARIS_EXTRACT, malformed=True), FakeReply(json=seed.PARIS_EXTRACT)
+    )
+    judge = make_judge(openai_spec, max_tokens=16, reasks=0, **FAST)
+    reply = await judge.complete(extract_request(sample()))
+    assert len(reply.value.claims) == 2
+    assert [r.body["max_tokens"] for r in fake_llm_server.requests] == [16, 32]
+    assert reply.usage.calls == 2 and reply.usage.retries == 1
+    await judge.aclose()
+
+
+async def test_an_unparsable_reply_within_its_budget_is_still_invalid_output(fake_llm_server, openai_spec):
+    fake_llm_server.on("claims.extract", FakeReply(json=seed.PARIS_EXTRACT, malformed=True))
+    metric = RelevancyMetric(llm=openai_spec, max_tokens=2000, reasks=0, cache=False, **FAST)
+    result = await metric.evaluate(question=seed.PARIS_Q, answer=seed.PARIS_A)
+    assert result.status == "judge_output_invalid" and fake_llm_server.calls.total() == 1
+    await metric.judge.aclose()
