@@ -174,16 +174,11 @@ def _judge_spec(args: argparse.Namespace) -> str:
     return spec
 
 
-_GRADED = frozenset({"rouge", "bleu", "f1", "levenshtein", "html_validation"})
-"""Evaluators that need no options beyond a threshold (they compare the answer with the reference)."""
-_FIXED_PASS_MARK = frozenset({"exact_match", "contains", "json_validity", "json_match"})
-"""Evaluators that need no options and keep their own pass mark."""
-
-
 def _metrics(
     args: argparse.Namespace, spec: str, threshold: float | None, judge_concurrency: int | None = None
 ) -> list[Any]:
-    from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
+    from ragmetrics.errors import ConfigError
+    from ragmetrics.metrics import metric_from_name
 
     options: dict[str, Any] = {"max_concurrency": judge_concurrency} if judge_concurrency is not None else {}
     if getattr(args, "timeout", None) is not None:
@@ -191,23 +186,13 @@ def _metrics(
     names = [n.strip() for n in args.metrics.split(",") if n.strip()]
     if not names:
         raise _UsageError("--metrics: give at least one metric name")
-    metrics = []
-    for name in names:
-        if name in RAG_METRICS:
-            metrics.append(
-                RAG_METRICS[name](llm=spec, threshold=threshold, cache=not args.no_cache, **options)
-            )
-        elif name in _GRADED:
-            metrics.append(BUILTIN_METRICS[name](threshold=threshold))
-        elif name in _FIXED_PASS_MARK:
-            metrics.append(BUILTIN_METRICS[name]())
-        else:
-            known = sorted([*RAG_METRICS, *_GRADED, *_FIXED_PASS_MARK])
-            raise _UsageError(
-                f"unknown metric {name!r}; choose from {', '.join(known)} "
-                "(other evaluators need options: use the Python API or a suite file)"
-            )
-    return metrics
+    try:
+        return [
+            metric_from_name(name, llm=spec, threshold=threshold, cache=not args.no_cache, **options)
+            for name in names
+        ]
+    except ConfigError as exc:
+        raise _UsageError(str(exc)) from None
 
 
 def _dataset(path: Path, columns: dict[str, str], limit: int | None, encoding: str | None = None) -> Any:
