@@ -237,9 +237,10 @@ def to_dataframe(
     """Records as a pandas DataFrame: one row per record, or per claim (needs the ``pandas`` extra)."""
     pd = _pandas("to_pandas()")
     rows = table_rows(records, metrics=metrics, level=level)
-    if level == "claims" and not rows:
-        return pd.DataFrame(columns=list(CLAIM_COLUMNS))
-    return pd.DataFrame(rows)
+    if level != "claims":
+        return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+    return frame.astype({"index": "int64", "context_index": "Int64"})  # None stays <NA>, not a float NaN
 
 
 def to_hf_dataset(
