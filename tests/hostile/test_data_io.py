@@ -102,7 +102,8 @@ def test_a_stream_of_rows_with_big_extra_columns_holds_only_the_rows_in_flight()
 
         async def main():
             n = 0
-            async with EvaluationPipeline(metrics=[exact], concurrency=8, progress=False).stream(rows()) as run:
+            pipeline = EvaluationPipeline(metrics=[exact], concurrency=8, progress=False)
+            async with pipeline.stream(rows()) as run:
                 async for record in run:
                     assert record.extra["blob"] and record.exact == 1.0
                     n += 1
