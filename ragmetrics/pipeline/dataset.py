@@ -92,14 +92,16 @@ class AmbiguousColumns(ValueError):
         )
 
 
-def _candidate(field: str, present: Any) -> str | None:
+def _candidate(field: str, present: Any, taken: Any = ()) -> str | None:
     """The column for ``field`` among ``present`` names: its own name or an alias, else a fallback.
+
+    Columns in ``taken`` (mapped to another field by ``columns=``) are not candidates.
 
     Raises:
         AmbiguousColumns: Two names of the same rank are present.
     """
     for names in ((field, *ALIASES.get(field, ())), FALLBACKS.get(field, ())):
-        found = [n for n in names if n in present]
+        found = [n for n in names if n in present and n not in taken]
         if len(found) > 1:
             raise AmbiguousColumns(field, found)
         if found:
@@ -157,6 +159,7 @@ class Dataset:
         self.data = data
         self.required = tuple(required)
         self._explicit = columns
+        self._taken = frozenset(columns.values())
         self.kind = self._kind(data)
         self.encoding: TextEncoding | None = None
         if self.kind in ("jsonl", "json", "csv"):
@@ -231,7 +234,7 @@ class Dataset:
                 resolved[field] = column
                 continue
             try:
-                alias = _candidate(field, present)
+                alias = _candidate(field, present, self._taken)
             except AmbiguousColumns as exc:
                 raise ConfigError(f"dataset: {exc}") from None
             if alias is not None:
@@ -314,7 +317,7 @@ class Dataset:
             column = self.columns.get(field)
             if column is None:
                 try:
-                    column = _candidate(field, item) or field
+                    column = _candidate(field, item, self._taken) or field
                 except AmbiguousColumns as exc:
                     return Row(index, None, str(exc), source=item)
             value = item.get(column, _MISSING)

@@ -103,6 +103,10 @@ def test_two_candidates_for_one_field_in_a_frame_is_an_error_naming_both() -> No
         )
     # naming the column settles it
     assert samples(frame, columns={"question": "user_input"})[0].question == "Q2?"
+    # a column mapped to one field is no candidate for another
+    both = [{"answer": "A.", "response": "R.", "contexts": []}]
+    assert samples(both, columns={"reference": "response"})[0].answer == "A."
+    assert samples(pd.DataFrame(both), columns={"reference": "response"})[0].reference == "R."
 
 
 def test_an_ambiguous_dict_row_is_that_rows_error_and_the_others_finish() -> None:
