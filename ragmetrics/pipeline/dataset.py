@@ -2,9 +2,11 @@
 
 :class:`Dataset` wraps any supported source and yields :class:`Row` values lazily (a file is read line
 by line, a DataFrame row by row), so a long dataset never has to sit in memory twice. Column names are
-configurable: ``columns={"question": "query", "answer": "response", "contexts": "retrieved"}``; when
-a default column is missing, the usual names of other tools are tried (``user_input``, ``response``,
-``retrieved_contexts``, ``ground_truth``...).
+configurable: ``columns={"question": "query", "answer": "response", "contexts": "retrieved"}``; a field
+with no mapping is read from its own name or the names RAGAS, DeepEval and LlamaIndex use (``ALIASES``),
+else from a looser name (``FALLBACKS``); two candidates of the same rank are ambiguous: a
+``ConfigError`` naming both for a tabular source, that row's error for a dict row. Each :class:`Row`
+keeps the source row (``source``), so records and exports keep the user's own columns and names.
 
 Files are UTF-8 unless ``encoding=`` names another; a byte order mark is honoured (UTF-8 skipped,
 UTF-16/32 decoded). Lines are decoded one at a time (see :mod:`._file_rows`), so an undecodable byte
