@@ -72,6 +72,8 @@ _LAZY: dict[str, str] = {
     "EvaluationPipeline": "ragmetrics.pipeline",
     "EvaluationResult": "ragmetrics.pipeline",
     "Report": "ragmetrics.pipeline",
+    "evaluate": "ragmetrics.pipeline.one_call",
+    "evaluate_sync": "ragmetrics.pipeline.one_call",
     # eval cases and regressions
     "eval_case": "ragmetrics.cases",
     "EvalCaseMeta": "ragmetrics.cases",
@@ -141,6 +143,8 @@ __all__ = [
     "Usage",
     "__version__",
     "eval_case",
+    "evaluate",
+    "evaluate_sync",
     "make_evaluator",
     "resolve_judge",
     "run_suite",
@@ -192,6 +196,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ragmetrics.metrics.groundedness import GroundednessMetric
     from ragmetrics.metrics.relevancy import RelevancyMetric
     from ragmetrics.pipeline import EvaluationPipeline, EvaluationResult, Report
+    from ragmetrics.pipeline.one_call import evaluate, evaluate_sync
     from ragmetrics.pipeline.snapshot import Delta, Diff, EvalRegression, Snapshot
     from ragmetrics.sample import Sample
     from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult, Usage

@@ -192,12 +192,6 @@ def _judge_spec(args: argparse.Namespace, *, needs_key: bool = True) -> str:
     return spec
 
 
-_GRADED = frozenset({"rouge", "bleu", "f1", "levenshtein", "html_validation"})
-"""Evaluators that need no options beyond a threshold (they compare the answer with the reference)."""
-_FIXED_PASS_MARK = frozenset({"exact_match", "contains", "json_validity", "json_match"})
-"""Evaluators that need no options and keep their own pass mark."""
-
-
 def _estimate_judge(spec: str, *, cache: bool) -> Any:
     """The judge an estimate prices with: a provider judge built without its API key (never called)."""
     from ragmetrics.settings import parse_judge_spec
@@ -212,29 +206,20 @@ def _estimate_judge(spec: str, *, cache: bool) -> Any:
 def _metrics(
     args: argparse.Namespace, spec: Any, threshold: float | None, options: dict[str, Any] | None = None
 ) -> list[Any]:
-    from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
+    from ragmetrics.errors import ConfigError
+    from ragmetrics.metrics import metric_from_name
 
     options = options or {}
     names = [n.strip() for n in args.metrics.split(",") if n.strip()]
     if not names:
         raise _UsageError("--metrics: give at least one metric name")
-    metrics = []
-    for name in names:
-        if name in RAG_METRICS:
-            metrics.append(
-                RAG_METRICS[name](llm=spec, threshold=threshold, cache=not args.no_cache, **options)
-            )
-        elif name in _GRADED:
-            metrics.append(BUILTIN_METRICS[name](threshold=threshold))
-        elif name in _FIXED_PASS_MARK:
-            metrics.append(BUILTIN_METRICS[name]())
-        else:
-            known = sorted([*RAG_METRICS, *_GRADED, *_FIXED_PASS_MARK])
-            raise _UsageError(
-                f"unknown metric {name!r}; choose from {', '.join(known)} "
-                "(other evaluators need options: use the Python API or a suite file)"
-            )
-    return metrics
+    try:
+        return [
+            metric_from_name(name, llm=spec, threshold=threshold, cache=not args.no_cache, **options)
+            for name in names
+        ]
+    except ConfigError as exc:
+        raise _UsageError(str(exc)) from None
 
 
 def _dataset(path: Path, columns: dict[str, str], limit: int | None, encoding: str | None = None) -> Any:

@@ -44,6 +44,8 @@ def test_public_surface_is_pinned_and_sorted():
         "InvalidInputError",
         "NoScoreError",
         "MetricResult",
+        "evaluate",
+        "evaluate_sync",
     ):
         assert name in ragmetrics.__all__
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
+from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.metrics.base import Metric
 from ragmetrics.metrics.custom import CustomEvaluator
 from ragmetrics.metrics.embedding import EmbeddingDistanceEvaluator
@@ -28,7 +30,7 @@ from ragmetrics.metrics.text import (
     RegexMatchEvaluator,
 )
 
-__all__ = ["BUILTIN_METRICS", "RAG_METRICS", "Evaluator", "Metric"]
+__all__ = ["BUILTIN_METRICS", "BY_NAME", "RAG_METRICS", "Evaluator", "Metric", "metric_from_name"]
 
 RAG_METRICS: Mapping[str, type] = MappingProxyType(
     {cls.name: cls for cls in (FaithfulnessMetric, RelevancyMetric, GroundednessMetric)}
@@ -61,3 +63,38 @@ BUILTIN_METRICS: Mapping[str, type] = MappingProxyType(
     }
 )
 """Every built-in metric and evaluator by its snake_case name."""
+
+_GRADED = frozenset({"rouge", "bleu", "f1", "levenshtein", "html_validation"})
+"""Evaluators that need no options beyond a threshold (they compare the answer with the reference)."""
+_FIXED_PASS_MARK = frozenset({"exact_match", "contains", "json_validity", "json_match"})
+"""Evaluators that need no options and keep their own pass mark."""
+BY_NAME = tuple(sorted([*RAG_METRICS, *_GRADED, *_FIXED_PASS_MARK]))
+"""The metric names accepted in place of a metric object (the CLI's ``--metrics``, ``evaluate()``)."""
+
+
+def metric_from_name(
+    name: str, *, llm: Any = None, threshold: float | None = None, cache: bool = True, **options: Any
+) -> Any:
+    """A built-in metric from its name, as the CLI's ``--metrics`` and ``evaluate(metrics=[...])`` build it.
+
+    Args:
+        name: One of :data:`BY_NAME` (``faithfulness``, ``relevancy``, ``groundedness``, ``rouge``...).
+        llm: The judge of the RAG metrics (a spec, a ``Judge`` or a client); None: from the environment.
+        threshold: The pass mark (RAG metrics and graded evaluators; None: the metric's default).
+        cache: Whether the RAG metrics use the judge cache.
+        options: More judge options of the RAG metrics (``max_concurrency``, ``timeout_s``...).
+
+    Raises:
+        ConfigError: The name is unknown (or needs options only a metric object can take).
+    """
+    if name in RAG_METRICS:
+        judge = {} if llm is None else {"llm": llm}
+        return RAG_METRICS[name](threshold=threshold, cache=cache, **judge, **options)
+    if name in _GRADED:
+        return BUILTIN_METRICS[name](threshold=threshold)
+    if name in _FIXED_PASS_MARK:
+        return BUILTIN_METRICS[name]()
+    raise ConfigError(
+        f"unknown metric {shorten(name, 80)!r}; choose from {', '.join(BY_NAME)} "
+        "(other evaluators need options: pass a metric object, or use a suite file)"
+    )

@@ -20,7 +20,7 @@ from ragmetrics.judge.metering import unclaimed
 from ragmetrics.pipeline._busy_time import BusyTime, timed
 from ragmetrics.pipeline._failure import SampleTimeoutError, failure_record
 from ragmetrics.pipeline._metric_call import MetricCall
-from ragmetrics.pipeline.dataset import Row, to_sample
+from ragmetrics.pipeline.dataset import Row, provenance, to_sample
 from ragmetrics.pipeline.report import ErrorRecord, EvaluationResult, ScoreSpread
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult, Usage
@@ -57,6 +57,7 @@ class SampleExecutor:
         if rid is None and isinstance(row.values, Mapping):
             raw = row.values.get("id")
             rid = str(raw) if isinstance(raw, (str, int)) and not isinstance(raw, bool) else None
+        columns, extra = provenance(row, sample)
         return EvaluationResult(
             index=row.index,
             id=rid if rid is not None else str(row.index),
@@ -64,6 +65,8 @@ class SampleExecutor:
             scores={c.name: None for c in self.calls},
             errors=errors,
             latency_ms=latency_ms,
+            columns=columns,
+            extra=extra,
         )
 
     async def evaluate_row(self, row: Row, sample: Sample | None = None) -> tuple[EvaluationResult, Any]:
@@ -182,6 +185,7 @@ class SampleExecutor:
             if self.repeats > 1:
                 spread[call.name] = ScoreSpread.of(repeat_scores)
         usage = usage + cut_off  # spent by calls cut off, if no timeout record took it
+        columns, extra = provenance(row, sample)
         record = EvaluationResult(
             index=row.index,
             id=sample.id if sample.id is not None else str(row.index),
@@ -192,5 +196,7 @@ class SampleExecutor:
             spread=spread,
             usage=usage,
             latency_ms=latency_ms,
+            columns=columns,
+            extra=extra,
         )
         return record, first_exc

@@ -6,7 +6,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ragmetrics.pipeline._notebook import results_html
 from ragmetrics.pipeline._run_state import RunState
+from ragmetrics.pipeline.export import Level, table_rows, to_hf_dataset, write_table_jsonl
 from ragmetrics.pipeline.report import (
     EvaluationResult,
     Report,
@@ -56,17 +58,37 @@ class EvaluationResults(list[EvaluationResult]):
         """Metric names, in the pipeline's order."""
         return list(self._builder.metrics)
 
-    def to_jsonl(self, path: Any) -> Any:
-        """Write the records as JSON lines."""
-        return write_jsonl(self, path)
+    def to_jsonl(self, path: Any, *, level: Literal["records", "samples", "claims"] = "records") -> Any:
+        """Write JSON lines: the full records, or the rows of :meth:`to_pandas`.
+
+        ``level="records"`` (default) is lossless (:func:`read_jsonl` reads it back); ``"samples"`` and
+        ``"claims"`` write the rows of ``to_pandas(level=...)``.
+        """
+        if level == "records":
+            return write_jsonl(self, path)
+        return write_table_jsonl(table_rows(self, metrics=self.metrics, level=level), path)
 
     def to_csv(self, path: Any) -> Any:
         """Write one flat row per record."""
         return write_csv(self, path, metrics=self.metrics)
 
-    def to_pandas(self) -> Any:
-        """The records as a pandas DataFrame (needs pandas)."""
-        return to_dataframe(self, metrics=self.metrics)
+    def to_pandas(self, level: Level = "samples") -> Any:
+        """The records as a pandas DataFrame (needs pandas).
+
+        One row per sample: your own columns (names, order, extra columns, metadata, contexts as
+        lists), then a score, status and reason column per metric and the totals. ``level="claims"``:
+        one row per claim (id, metric, claim, verdict, context index, evidence quote, quote found,
+        reason).
+        """
+        return to_dataframe(self, metrics=self.metrics, level=level)
+
+    def to_hf(self, level: Level = "samples") -> Any:
+        """The rows of :meth:`to_pandas` as a Hugging Face ``datasets.Dataset`` (needs ``datasets``)."""
+        return to_hf_dataset(self, metrics=self.metrics, level=level)
+
+    def _repr_html_(self) -> str:
+        """The summary and the worst samples as an HTML table (Jupyter shows it for ``results``)."""
+        return results_html(self.summary(), self)
 
 
 class PipelineRun:

@@ -2,9 +2,11 @@
 
 :class:`Dataset` wraps any supported source and yields :class:`Row` values lazily (a file is read line
 by line, a DataFrame row by row), so a long dataset never has to sit in memory twice. Column names are
-configurable: ``columns={"question": "query", "answer": "response", "contexts": "retrieved"}``; when
-a default column is missing, the usual names of other tools are tried (``user_input``, ``response``,
-``retrieved_contexts``, ``ground_truth``...).
+configurable: ``columns={"question": "query", "answer": "response", "contexts": "retrieved"}``; a field
+with no mapping is read from its own name or the names RAGAS, DeepEval and LlamaIndex use (``ALIASES``),
+else from a looser name (``FALLBACKS``); two candidates of the same rank are ambiguous: a
+``ConfigError`` naming both for a tabular source, that row's error for a dict row. Each :class:`Row`
+keeps the source row (``source``), so records and exports keep the user's own columns and names.
 
 Files are UTF-8 unless ``encoding=`` names another; a byte order mark is honoured (UTF-8 skipped,
 UTF-16/32 decoded). Lines are decoded one at a time (see :mod:`._file_rows`), so an undecodable byte
@@ -38,18 +40,30 @@ from ragmetrics.pipeline._file_rows import (
 )
 from ragmetrics.sample import Sample, check_sample_text
 
-__all__ = ["FIELDS", "Dataset", "Row", "to_sample"]
+__all__ = ["ALIASES", "FALLBACKS", "FIELDS", "Dataset", "Row", "provenance", "to_sample"]
 
 FIELDS = ("question", "answer", "contexts", "reference", "id", "meta")
 """The sample fields a column can map to."""
 ALIASES: Mapping[str, tuple[str, ...]] = {
-    "question": ("user_input", "query", "input", "prompt"),
-    "answer": ("response", "output", "prediction", "generated_answer"),
-    "contexts": ("retrieved_contexts", "context", "documents", "passages"),
-    "reference": ("ground_truth", "ground_truths", "expected_output", "reference_answer"),
-    "id": ("sample_id", "qid", "uid"),
+    "question": ("user_input", "query", "input"),
+    "answer": ("response", "actual_output"),
+    "contexts": ("retrieved_contexts", "retrieval_context"),
+    "reference": ("ground_truth", "expected_output"),
+    "id": ("sample_id",),
 }
-"""Column names tried, in order, when the default column is missing and no mapping names one."""
+"""The column names of other tools (RAGAS ``user_input``/``response``/``retrieved_contexts``/``reference``,
+DeepEval ``input``/``actual_output``/``retrieval_context``/``expected_output``, LlamaIndex
+``query``/``response``/``contexts``), recognised beside the field's own name when no mapping names
+the column. Two of them (or one and the field's own name) in one dataset are ambiguous: an error."""
+FALLBACKS: Mapping[str, tuple[str, ...]] = {
+    "question": ("prompt",),
+    "answer": ("output", "prediction", "generated_answer"),
+    "contexts": ("context", "documents", "passages"),
+    "reference": ("ground_truths", "reference_answer"),
+    "id": ("qid", "uid"),
+}
+"""Looser names, tried only when neither the field's name nor an alias is there (DeepEval's ``context``,
+the ideal context, gives way to its ``retrieval_context`` and is then kept as an extra column)."""
 _MISSING = object()
 
 
@@ -65,6 +79,36 @@ class Row:
     """Why the row could not be read at all (a JSONL line that is not JSON, an undecodable byte)."""
     columns: Mapping[str, str] | None = None
     """The column each field was read from (for messages)."""
+    source: Mapping[Any, Any] | None = None
+    """The row as it came in, by its own column names (kept on the record for the exports)."""
+
+
+class AmbiguousColumns(ValueError):
+    """Two columns could both be one sample field."""
+
+    def __init__(self, field: str, found: Sequence[str]) -> None:
+        names = " and ".join(f"'{c}'" for c in found)
+        super().__init__(
+            f"columns {names} could both be the {field}; name the one to use with "
+            f"columns={{'{field}': '{found[0]}'}} (or rename the other)"
+        )
+
+
+def _candidate(field: str, present: Any, taken: Any = ()) -> str | None:
+    """The column for ``field`` among ``present`` names: its own name or an alias, else a fallback.
+
+    Columns in ``taken`` (mapped to another field by ``columns=``) are not candidates.
+
+    Raises:
+        AmbiguousColumns: Two names of the same rank are present.
+    """
+    for names in ((field, *ALIASES.get(field, ())), FALLBACKS.get(field, ())):
+        found = [n for n in names if n in present and n not in taken]
+        if len(found) > 1:
+            raise AmbiguousColumns(field, found)
+        if found:
+            return found[0]
+    return None
 
 
 def _plain(value: Any) -> Any:
@@ -117,6 +161,7 @@ class Dataset:
         self.data = data
         self.required = tuple(required)
         self._explicit = columns
+        self._taken = frozenset(columns.values())
         self.kind = self._kind(data)
         self.encoding: TextEncoding | None = None
         if self.kind in ("jsonl", "json", "csv"):
@@ -190,10 +235,10 @@ class Dataset:
                     )
                 resolved[field] = column
                 continue
-            if field in present:
-                resolved[field] = field
-                continue
-            alias = next((a for a in ALIASES.get(field, ()) if a in present), None)
+            try:
+                alias = _candidate(field, present, self._taken)
+            except AmbiguousColumns as exc:
+                raise ConfigError(f"dataset: {exc}") from None
             if alias is not None:
                 resolved[field] = alias
             elif field in self.required:
@@ -273,14 +318,15 @@ class Dataset:
         for field in FIELDS:
             column = self.columns.get(field)
             if column is None:
-                column = (
-                    field if field in item else next((a for a in ALIASES.get(field, ()) if a in item), field)
-                )
+                try:
+                    column = _candidate(field, item, self._taken) or field
+                except AmbiguousColumns as exc:
+                    return Row(index, None, str(exc), source=item)
             value = item.get(column, _MISSING)
             if value is not _MISSING:
                 values[field] = _plain(value)
                 used[field] = column
-        return Row(index, values, columns=used)
+        return Row(index, values, columns=used, source=item)
 
     def _pandas_rows(self) -> Iterator[Row]:
         names = [str(c) for c in self.data.columns]
@@ -410,7 +456,7 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
             contexts=values.get("contexts"),
             reference=values.get("reference"),
             id=values.get("id"),
-            meta=values.get("meta"),
+            meta=_meta(values.get("meta"), used.get("meta", "meta")),
             row=row.index,
         )
     except InvalidInputError as exc:
@@ -419,3 +465,47 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
         if column != base:
             exc.args = (f"{exc.args[0]} (read from column '{column}')",)
         raise
+
+
+def _meta(value: Any, column: str) -> Any:
+    """A row's metadata: a mapping as it is, a JSON object text parsed, any other value under its column."""
+    if value is None or isinstance(value, Mapping):
+        return value
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, Mapping):
+            return parsed
+    return {column: value}
+
+
+def _field_value(sample: Sample, field: str) -> Any:
+    if field == "contexts":
+        return list(sample.contexts)
+    return getattr(sample, field)
+
+
+def provenance(row: Row, sample: Sample | None) -> tuple[dict[str, str | None], dict[str, Any]]:
+    """What a record keeps of its source row: every column name -> the field it fed, and the rest.
+
+    Returns:
+        ``columns``: each of the row's column names, in order, mapped to the sample field read from
+        it (None for an extra column); ``extra``: the value of every column the sample does not hold
+        as it came (extra columns, and all of them when the row was invalid), numpy values made plain.
+        Both are empty for a row given as a Sample or with no column names (column lists).
+    """
+    if row.source is None or isinstance(row.values, Sample):
+        return {}, {}
+    values = row.values or {}
+    fields = {column: field for field, column in (row.columns or {}).items()} if values else {}
+    columns: dict[str, str | None] = {}
+    extra: dict[str, Any] = {}
+    for name, raw in row.source.items():
+        key = str(name)
+        field = fields.get(key)
+        columns[key] = field
+        if field is None or sample is None or _field_value(sample, field) != values.get(field):
+            extra[key] = _plain(raw) if field is None else values.get(field)
+    return columns, extra

@@ -1,9 +1,12 @@
-"""Exports of pipeline records: JSONL, CSV and pandas.
+"""Exports of pipeline records: JSONL, CSV, pandas and Hugging Face datasets.
 
-JSONL is lossless (:func:`read_jsonl` reads it back); CSV and pandas hold one flat row per record
-(:func:`flat_row`). Text that UTF-8 cannot encode (a lone surrogate, e.g. in ``meta`` or an error
-message) never stops an export: JSON writes it as a JSON escape (read back as it was) and CSV writes
-it backslash-escaped.
+JSONL is lossless (:func:`read_jsonl` reads it back); CSV, pandas and ``datasets`` hold one flat row per
+record (:func:`flat_row`): the user's own columns under their own names and in their order (contexts a
+list, extra columns and metadata as they came), then a score, status and reason column per metric and
+the totals. ``level="claims"`` gives one row per claim instead (:func:`claim_rows`).
+
+Text that UTF-8 cannot encode (a lone surrogate, e.g. in ``meta`` or an error message) never stops an
+export: JSON writes it as a JSON escape (read back as it was) and CSV writes it backslash-escaped.
 """
 
 from __future__ import annotations
@@ -12,15 +15,29 @@ import csv
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from ragmetrics.errors import MissingDependencyError
+from ragmetrics.errors import ConfigError, MissingDependencyError
 from ragmetrics.pipeline.records import EvaluationResult
 
 _Model = TypeVar("_Model", bound=BaseModel)
+Level = Literal["samples", "claims"]
+CLAIM_COLUMNS = (
+    "index",
+    "id",
+    "metric",
+    "claim",
+    "verdict",
+    "relevance",
+    "context_index",
+    "evidence",
+    "quote_found",
+    "reason",
+)
+"""The columns of ``level="claims"``: the sample, the metric, the claim, its verdict and evidence."""
 
 
 def _metric_names(records: Sequence[EvaluationResult]) -> list[str]:
@@ -39,18 +56,58 @@ def _pandas(feature: str) -> Any:
     return pd
 
 
-def flat_row(record: EvaluationResult, metrics: Sequence[str] | None = None) -> dict[str, Any]:
-    """One record as a flat mapping: ids, input, a score and a status column per metric, totals, errors."""
-    names = list(metrics) if metrics is not None else list(record.scores)
+def _input_columns(record: EvaluationResult, lists: bool) -> dict[str, Any]:
     sample = record.sample
-    row: dict[str, Any] = {
-        "index": record.index,
-        "id": record.id,
-        "question": sample.question if sample else None,
-        "answer": sample.answer if sample else None,
-        "contexts": json.dumps(list(sample.contexts), ensure_ascii=False) if sample else None,
-        "reference": sample.reference if sample else None,
-    }
+    if not record.columns:
+        return {
+            "id": record.id,
+            "question": sample.question if sample else None,
+            "answer": sample.answer if sample else None,
+            "contexts": _contexts(list(sample.contexts), lists) if sample else None,
+            "reference": sample.reference if sample else None,
+        }
+    row: dict[str, Any] = {}
+    if "id" not in record.columns.values():
+        row["id"] = record.id
+    for column, field in record.columns.items():
+        if column in record.extra:
+            value = record.extra[column]
+        elif sample is None or field is None:
+            value = None
+        elif field == "contexts":
+            value = list(sample.contexts)
+        else:
+            value = getattr(sample, field)
+        row[column] = value if lists or not isinstance(value, (list, tuple, dict)) else _json(value)
+    return row
+
+
+def _contexts(contexts: list[str], lists: bool) -> Any:
+    return contexts if lists else _json(contexts)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def flat_row(
+    record: EvaluationResult, metrics: Sequence[str] | None = None, *, lists: bool = False
+) -> dict[str, Any]:
+    """One record as a flat mapping: its input, a score, status and reason column per metric, totals, errors.
+
+    The input is the source row's own columns, by their own names and in their order (see
+    ``EvaluationResult.columns``), with ``id`` first when no column held it; for Samples and column
+    lists, ``id``, ``question``, ``answer``, ``contexts``, ``reference``. A column named like one this
+    adds (``index``, ``faithfulness``, ``faithfulness_status``, ``mean_score``...) takes the new value.
+
+    Args:
+        record: The record.
+        metrics: The metric columns, in order (default: the record's).
+        lists: Keep contexts and other lists and mappings as Python objects (pandas, ``datasets``);
+            False writes them as JSON text (CSV).
+    """
+    names = list(metrics) if metrics is not None else list(record.scores)
+    row: dict[str, Any] = {"index": record.index, **_input_columns(record, lists)}
     for name in names:
         row[name] = record.scores.get(name)
         row[f"{name}_status"] = record.status_of(name)
@@ -80,9 +137,9 @@ def dump_json(model: BaseModel, *, indent: int | None = None, **options: Any) ->
     which :func:`load_json_model` reads back unchanged.
     """
     try:
-        return model.model_dump_json(indent=indent, **options)
+        return model.model_dump_json(indent=indent, fallback=str, **options)
     except PydanticSerializationError:
-        data = model.model_dump(mode="json", **options)
+        data = model.model_dump(mode="json", fallback=str, **options)
         separators = (",", ":") if indent is None else None  # compact, as pydantic writes it
         return json.dumps(data, indent=indent, separators=separators, ensure_ascii=True, allow_nan=False)
 
@@ -139,9 +196,72 @@ def write_csv(
     return out
 
 
-def to_dataframe(records: Iterable[EvaluationResult], *, metrics: Sequence[str] | None = None) -> Any:
-    """Records as a pandas DataFrame, one flat row each (needs the ``pandas`` extra)."""
-    pd = _pandas("to_pandas()")
+def claim_rows(record: EvaluationResult) -> Iterator[dict[str, Any]]:
+    """One row per claim of every metric of a record (see :data:`CLAIM_COLUMNS`)."""
+    for metric, result in record.results.items():
+        for claim in result.claims:
+            yield {
+                "index": record.index,
+                "id": record.id,
+                "metric": metric,
+                "claim": claim.text,
+                "verdict": claim.verdict,
+                "relevance": claim.relevance,
+                "context_index": claim.context_index,
+                "evidence": claim.evidence,
+                "quote_found": claim.evidence_verified,
+                "reason": claim.reason,
+            }
+
+
+def table_rows(
+    records: Iterable[EvaluationResult], *, metrics: Sequence[str] | None = None, level: Level = "samples"
+) -> list[dict[str, Any]]:
+    """The rows of ``to_pandas()``/``to_hf()``: one per record, or one per claim (``level="claims"``).
+
+    Raises:
+        ConfigError: ``level`` is neither ``"samples"`` nor ``"claims"``.
+    """
     items = list(records)
+    if level == "claims":
+        return [row for r in items for row in claim_rows(r)]
+    if level != "samples":
+        raise ConfigError(f"level must be 'samples' (one row per sample) or 'claims', got {level!r}")
     names = list(metrics) if metrics is not None else _metric_names(items)
-    return pd.DataFrame([flat_row(r, names) for r in items])
+    return [flat_row(r, names, lists=True) for r in items]
+
+
+def to_dataframe(
+    records: Iterable[EvaluationResult], *, metrics: Sequence[str] | None = None, level: Level = "samples"
+) -> Any:
+    """Records as a pandas DataFrame: one row per record, or per claim (needs the ``pandas`` extra)."""
+    pd = _pandas("to_pandas()")
+    rows = table_rows(records, metrics=metrics, level=level)
+    if level != "claims":
+        return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+    return frame.astype({"index": "int64", "context_index": "Int64"})  # None stays <NA>, not a float NaN
+
+
+def to_hf_dataset(
+    records: Iterable[EvaluationResult], *, metrics: Sequence[str] | None = None, level: Level = "samples"
+) -> Any:
+    """Records as a Hugging Face ``datasets.Dataset``, with the rows of :func:`to_dataframe`."""
+    try:
+        import datasets
+    except ImportError as exc:
+        raise MissingDependencyError("datasets", "datasets", "to_hf()") from exc
+    rows = table_rows(records, metrics=metrics, level=level)
+    if level == "claims" and not rows:
+        return datasets.Dataset.from_dict({name: [] for name in CLAIM_COLUMNS})
+    return datasets.Dataset.from_list(rows)
+
+
+def write_table_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
+    """Write flat rows (``to_jsonl(level="rows"|"claims")``) as JSON lines."""
+    out = Path(path)
+    with out.open("w", encoding="utf-8", errors="backslashreplace") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str))
+            fh.write("\n")
+    return out

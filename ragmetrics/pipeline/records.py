@@ -20,6 +20,8 @@ RESERVED_NAMES = frozenset(
     {
         "index",
         "id",
+        "columns",
+        "extra",
         "sample",
         "scores",
         "results",
@@ -124,6 +126,12 @@ class EvaluationResult(BaseModel):
     """Wall time of this row."""
     mean_score: float | None = None
     """Mean of the scores that exist; None when no metric produced one (computed, never NaN)."""
+    columns: dict[str, str | None] = Field(default_factory=dict)
+    """The source row's column names, in order, each mapped to the sample field read from it (None for
+    an extra column); empty for a Sample or column lists. The exports write the user's own names."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """The source row's values the sample does not hold as they came: extra columns (``model_version``),
+    a non-string id, a meta that was not a mapping, and every column of an invalid row."""
 
     @model_validator(mode="after")
     def _compute_mean(self) -> EvaluationResult:

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -385,9 +385,9 @@ class Report(BaseModel):
         """Write one flat row per record (see :func:`flat_row`)."""
         return write_csv(self.records, path, metrics=list(self.aggregates))
 
-    def to_pandas(self) -> Any:
-        """The records as a pandas DataFrame, one flat row per record."""
-        return to_dataframe(self.records, metrics=list(self.aggregates))
+    def to_pandas(self, level: Literal["samples", "claims"] = "samples") -> Any:
+        """The records as a pandas DataFrame, one flat row per record (``level="claims"``: per claim)."""
+        return to_dataframe(self.records, metrics=list(self.aggregates), level=level)
 
     def aggregates_frame(self) -> Any:
         """The aggregates as a pandas DataFrame, one row per metric."""

@@ -71,6 +71,12 @@ class _Abort:
     exc: BaseException
 
 
+def _by_name(name: str) -> Any:
+    from ragmetrics.metrics import metric_from_name
+
+    return metric_from_name(name)
+
+
 # -- the pipeline -------------------------------------------------------------------------------------
 
 
@@ -85,9 +91,12 @@ class EvaluationPipeline:
         >>> print(results.summary())
 
     Args:
-        metrics: Metrics (objects with ``name`` and ``async evaluate_sample(sample[, repeat=])``) or
-            plain functions of a :class:`~ragmetrics.sample.Sample` returning a float, a bool, a dict
-            with ``score`` or a ``MetricResult`` (sync or async; named by ``name`` or ``__name__``).
+        metrics: Metrics (objects with ``name`` and ``async evaluate_sample(sample[, repeat=])``), the
+            names of built-in metrics (``"faithfulness"``, ``"rouge"``..., as the CLI's ``--metrics``;
+            judged with the judge from the environment: use :func:`ragmetrics.evaluate` or a metric
+            object for another ``llm``), or plain functions of a :class:`~ragmetrics.sample.Sample`
+            returning a float, a bool, a dict with ``score`` or a ``MetricResult`` (sync or async;
+            named by ``name`` or ``__name__``).
         concurrency: Samples in flight at once. LLM requests in flight are bounded separately, per
             judge, by its ``max_concurrency`` (a metric option).
         timeout_per_sample_s: Wall-time limit per sample (all metrics and repeats); a sample that
@@ -107,7 +116,7 @@ class EvaluationPipeline:
         columns: Sample field -> column name, e.g. ``{"answer": "response"}``.
 
     Raises:
-        ConfigError: No metrics, duplicate metric names, or an invalid setting.
+        ConfigError: No metrics, an unknown metric name, duplicate metric names, or an invalid setting.
     """
 
     def __init__(
@@ -126,7 +135,7 @@ class EvaluationPipeline:
     ) -> None:
         if isinstance(metrics, (str, bytes)) or not isinstance(metrics, Sequence) or not metrics:
             raise ConfigError("EvaluationPipeline needs a non-empty list of metrics")
-        self.metrics = list(metrics)
+        self.metrics = [_by_name(m) if isinstance(m, str) else m for m in metrics]
         self._calls = [MetricCall(m) for m in self.metrics]
         names = [c.name for c in self._calls]
         dupes = sorted({n for n in names if names.count(n) > 1})

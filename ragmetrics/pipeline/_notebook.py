@@ -1,0 +1,90 @@
+"""Results in a notebook: ``EvaluationResults._repr_html_``, the summary and the worst samples as HTML.
+
+Every piece of text from the data (ids, questions, claims, messages) is escaped with
+:func:`html.escape`, so a sample holding ``<script>`` shows as text and runs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+__all__ = ["results_html"]
+
+WORST = 5
+"""Worst samples shown."""
+_TEXT = 160
+"""Characters of a question or claim shown."""
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _cut(text: str) -> str:
+    return escape(text if len(text) <= _TEXT else text[: _TEXT - 1] + "…")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _summary(report: Any) -> str:
+    rows = []
+    for agg in report.aggregates.values():
+        ci = f"[{_fmt(agg.ci_low)}, {_fmt(agg.ci_high)}]" if agg.ci_low is not None else "-"
+        rate = f"{agg.pass_rate:.0%}" if agg.pass_rate is not None else "-"
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(agg.statuses.items()) if k != "ok") or "all ok"
+        scored = f"{agg.count}/{agg.total}"
+        rows.append([escape(agg.name), _fmt(agg.mean), ci, rate, scored, escape(statuses)])
+    return _table(["metric", "mean", "95% CI", "pass rate", "scored", "statuses"], rows)
+
+
+def _worst(records: Sequence[Any], metrics: Sequence[str]) -> str:
+    scored = sorted((r for r in records if r.mean_score is not None), key=lambda r: r.mean_score)
+    rows = []
+    for r in scored[:WORST]:
+        question = (r.sample.question or "") if r.sample is not None else ""
+        doubts = [
+            f"{escape(str(c.verdict))}: {_cut(c.text)}"
+            for result in r.results.values()
+            for c in result.claims
+            if c.verdict in ("contradicted", "not_found")
+        ]
+        rows.append(
+            [
+                escape(r.id),
+                _fmt(r.mean_score),
+                *(_fmt(r.scores.get(m)) for m in metrics),
+                _cut(question),
+                "<br>".join(doubts[:3]),
+            ]
+        )
+    if not rows:
+        return ""
+    header = ["id", "mean", *metrics, "question", "unsupported claims"]
+    return f"<p><b>Worst {len(rows)} samples</b></p>{_table(header, rows)}"
+
+
+def results_html(report: Any, records: Sequence[Any]) -> str:
+    """The run's summary table, counters and worst samples as one HTML fragment (text escaped)."""
+    stats = report.run
+    usage = stats.usage
+    failed = [r for r in records if r.errors]
+    note = ""
+    if failed:
+        first = failed[0]
+        note = (
+            f"<p>{len(failed)} record(s) carry errors, e.g. #{first.index}: "
+            f"{_cut(first.errors[0].status + ': ' + first.errors[0].message)}</p>"
+        )
+    metrics = list(report.aggregates)
+    return (
+        '<div class="ragmetrics-results">'
+        f"<p><b>ragmetrics</b>: {len(records)} samples, {usage.calls} calls, "
+        f"${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s</p>"
+        f"{_summary(report)}{_worst(records, metrics)}{note}</div>"
+    )
