@@ -154,13 +154,18 @@ async def main():
     print(json.dumps(runs))
 asyncio.run(main())
 """)
-    assert len(out) == 24
+    assert len(out) == 24, "the host process survived every run"
     for run in out:
-        assert run["status"] == "invalid_input" and run["score"] is None
+        assert run["score"] is None
+        # on a loaded machine a bomb can reach its 5 s time cap before its memory cap: either cap stops it
         assert (
-            "MB memory limit" in run["message"]
-            or "crashed its sandbox process (killed by SIGSEGV" in run["message"]
-        )
+            (run["status"] == "invalid_input" and "MB memory limit" in run["message"])
+            or (
+                run["status"] == "invalid_input"
+                and "crashed its sandbox process (killed by SIGSEGV" in run["message"]
+            )
+            or (run["status"] == "timeout" and "time limit" in run["message"])
+        ), run
 
 
 def test_memory_cap_refuses_a_gigabyte_and_the_sandbox_has_an_address_space_limit():
