@@ -53,8 +53,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge",
         metavar="SPEC",
-        help="openai:MODEL, anthropic:MODEL, "
-        "openai:MODEL@http://host:port/v1 or offline (default: from the environment)",
+        help="openai:MODEL, anthropic:MODEL, openai:MODEL@http://host:port/v1, azure:DEPLOYMENT@URL, "
+        "gemini:MODEL, bedrock:MODEL, vertex:MODEL or offline (default: from the environment)",
     )
     parser.add_argument(
         "--columns",
@@ -319,11 +319,17 @@ def _eval(args: argparse.Namespace) -> int:
     metrics = _metrics(args, spec, args.threshold, judge_concurrency)
     data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
     notice = sys.stderr if args.json else sys.stdout
-    if spec == "offline":
+    if spec == "offline" and not args.judge:
         _say(
-            "ragmetrics: no judge configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --judge): "
-            "scoring with the offline heuristic judge.",
+            "ragmetrics: no judge configured, so scoring with the offline heuristic judge (lexical "
+            "overlap, not an LLM). Set OPENAI_API_KEY or ANTHROPIC_API_KEY, set RAGMETRICS_JUDGE, or pass "
+            "--judge SPEC (openai:gpt-4o-mini, azure:DEPLOYMENT@URL, gemini:MODEL, bedrock:MODEL, ...); "
+            "--judge offline keeps the heuristic without this notice.",
             file=notice,
+        )
+    elif spec == "offline":
+        _say(
+            "ragmetrics: scoring with the offline heuristic judge (lexical overlap, not an LLM).", file=notice
         )
     else:
         _say(f"ragmetrics: judging with {spec}.", file=notice)
