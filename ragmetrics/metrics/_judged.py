@@ -55,6 +55,11 @@ class JudgeHolder:
                     f"{owner}: a {type(llm).__name__} client carries its own key and URL; set api_key / "
                     "base_url when creating the client"
                 )
+        elif isinstance(llm, Judge) and access:
+            raise ConfigError(
+                f"{owner}: llm is a ready Judge ({type(llm).__name__}); "
+                f"{', '.join(sorted(access))} cannot be applied to it (configure the judge itself)"
+            )
         elif "model" in access:
             raise ConfigError(
                 f"{owner}: model= goes with a client object; a spec string names the model ('openai:MODEL')"

@@ -108,6 +108,8 @@ def test_keywords_that_do_not_fit_the_form_are_refused(srv: FakeLLMServer) -> No
         FaithfulnessMetric(llm="openai:gpt-4o", model="gpt-4o-mini")
     with pytest.raises(ConfigError, match="api_key must be a string"):
         FaithfulnessMetric(llm="openai:gpt-4o", api_key=123)
+    with pytest.raises(ConfigError, match="ready Judge"):
+        FaithfulnessMetric(llm=OfflineJudge(), api_key=SECRET)
     with pytest.raises(ConfigError, match="names a base URL already"):
         make_judge(f"openai:m@{srv.openai_base_url}", base_url="http://elsewhere.example/v1")
 
