@@ -25,8 +25,10 @@ from ragmetrics.errors import (
     JudgeOutputError,
     MissingDependencyError,
     NoScoreError,
+    OfflineJudgeWarning,
     PromptError,
     RagMetricsError,
+    RagMetricsWarning,
     SnapshotError,
 )
 
@@ -68,6 +70,8 @@ _LAZY: dict[str, str] = {
     "Usage": "ragmetrics.score",
     "Judge": "ragmetrics.judge",
     "resolve_judge": "ragmetrics.judge",
+    "JudgeReply": "ragmetrics.judge",
+    "JudgeRequest": "ragmetrics.judge",
     # pipeline
     "EvaluationPipeline": "ragmetrics.pipeline",
     "EvaluationResult": "ragmetrics.pipeline",
@@ -124,14 +128,18 @@ __all__ = [
     "JudgeError",
     "JudgeInfo",
     "JudgeOutputError",
+    "JudgeReply",
+    "JudgeRequest",
     "LLMJudgeEvaluator",
     "LLMRubricEvaluator",
     "LevenshteinEvaluator",
     "MetricResult",
     "MissingDependencyError",
     "NoScoreError",
+    "OfflineJudgeWarning",
     "PromptError",
     "RagMetricsError",
+    "RagMetricsWarning",
     "RegexMatchEvaluator",
     "RelevancyMetric",
     "Report",
@@ -190,7 +198,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         RougeEvaluator,
         make_evaluator,
     )
-    from ragmetrics.judge import Judge, resolve_judge
+    from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, resolve_judge
     from ragmetrics.metrics import BUILTIN_METRICS
     from ragmetrics.metrics.faithfulness import FaithfulnessMetric
     from ragmetrics.metrics.groundedness import GroundednessMetric

@@ -57,8 +57,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge",
         metavar="SPEC",
-        help="openai:MODEL, anthropic:MODEL, "
-        "openai:MODEL@http://host:port/v1 or offline (default: from the environment)",
+        help="openai:MODEL, anthropic:MODEL, openai:MODEL@http://host:port/v1, azure:DEPLOYMENT@URL, "
+        "gemini:MODEL, bedrock:MODEL, vertex:MODEL or offline (default: from the environment)",
     )
     parser.add_argument(
         "--columns",
@@ -342,11 +342,17 @@ def _eval(args: argparse.Namespace) -> int:
     judged = any(n.strip() in RAG_METRICS for n in args.metrics.split(","))
     if args.quiet or not judged:
         pass  # --quiet prints no banner; a run of only non-judged evaluators has no judge to name
+    elif spec == "offline" and not args.judge:
+        _say(
+            "ragmetrics: no judge configured, so scoring with the offline heuristic judge (lexical "
+            "overlap, not an LLM). Set OPENAI_API_KEY or ANTHROPIC_API_KEY, set RAGMETRICS_JUDGE, or pass "
+            "--judge SPEC (openai:gpt-4o-mini, azure:DEPLOYMENT@URL, gemini:MODEL, bedrock:MODEL, ...); "
+            "--judge offline keeps the heuristic without this notice.",
+            file=notice,
+        )
     elif spec == "offline":
         _say(
-            "ragmetrics: no judge configured (set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --judge): "
-            "scoring with the offline heuristic judge.",
-            file=notice,
+            "ragmetrics: scoring with the offline heuristic judge (lexical overlap, not an LLM).", file=notice
         )
     else:
         _say(f"ragmetrics: judging with {spec}.", file=notice)

@@ -13,6 +13,11 @@ Every error the package raises on purpose derives from :class:`RagMetricsError`:
     ├── SnapshotError             a snapshot is missing, corrupt, foreign or named unsafely
     └── MissingDependencyError    an optional extra is not installed (also an ImportError)
 
+Warnings derive from :class:`RagMetricsWarning` (a ``UserWarning``)::
+
+    RagMetricsWarning
+    └── OfflineJudgeWarning       no judge was configured, so the offline heuristic judge is scoring
+
 Messages say what failed, for which input, why, and what to do. SDK exceptions are translated in
 the adapters that call the SDKs (``raise ... from exc``); nothing above the judge layer sees them.
 """
@@ -29,8 +34,10 @@ __all__ = [
     "JudgeOutputError",
     "MissingDependencyError",
     "NoScoreError",
+    "OfflineJudgeWarning",
     "PromptError",
     "RagMetricsError",
+    "RagMetricsWarning",
     "SnapshotError",
     "redact",
     "shorten",
@@ -205,3 +212,14 @@ class MissingDependencyError(RagMetricsError, ImportError):
             f"{feature} needs the '{package}' package, which is not installed. "
             f"Install it with: pip install 'ragmetrics[{extra}]'"
         )
+
+
+class RagMetricsWarning(UserWarning):
+    """Base of the warnings ragmetrics issues (filter them with ``warnings.filterwarnings``)."""
+
+
+class OfflineJudgeWarning(RagMetricsWarning):
+    """No ``llm=``, no ``RAGMETRICS_JUDGE`` and no provider key: the offline heuristic judge is used.
+
+    The message names what to set; pass ``llm="offline"`` to choose the heuristic without it.
+    """

@@ -123,7 +123,8 @@ class JudgeInfo(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     provider: str
-    """``openai``, ``anthropic`` or ``offline``."""
+    """``openai``, ``anthropic``, ``azure``, ``gemini``, ``bedrock``, ``vertex``, ``offline``, or what a
+    user's own judge calls itself."""
     model: str
     """The model name as sent to the provider."""
     base_url: str | None = None

@@ -7,6 +7,13 @@ A judge is named by a spec string:
   llama.cpp, LM Studio; no key needed unless the server wants one)
 - ``anthropic:MODEL`` (key from ``ANTHROPIC_API_KEY``, base URL from ``ANTHROPIC_BASE_URL`` if set)
 - ``anthropic:MODEL@https://proxy.example/`` (an Anthropic-compatible server or gateway)
+- ``azure:DEPLOYMENT@https://NAME.openai.azure.com`` (Azure OpenAI: key from ``AZURE_OPENAI_API_KEY``,
+  endpoint from ``AZURE_OPENAI_ENDPOINT`` when no ``@URL``, API version from ``OPENAI_API_VERSION``)
+- ``gemini:MODEL`` (Gemini through its OpenAI-compatible endpoint; key from ``GEMINI_API_KEY``)
+- ``bedrock:MODEL`` (Anthropic on AWS Bedrock through the anthropic SDK; region from ``AWS_REGION`` /
+  ``AWS_DEFAULT_REGION``, credentials as the SDK reads them: ``AWS_BEARER_TOKEN_BEDROCK`` or boto3's chain)
+- ``vertex:MODEL`` (Anthropic on Google Vertex AI; region from ``CLOUD_ML_REGION``, project from
+  ``ANTHROPIC_VERTEX_PROJECT_ID``, credentials from google-auth or an ``api_key=`` access token)
 - ``offline`` (the deterministic heuristic judge: no key, no network)
 
 With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else
@@ -32,18 +39,43 @@ __all__ = [
     "JudgeSettings",
     "JUDGE_OPTION_VARIABLES",
     "api_key_for",
+    "aws_region",
+    "azure_api_version",
+    "bedrock_token_set",
     "default_cache_dir",
     "default_judge_spec",
+    "nothing_configured",
     "parse_judge_spec",
     "prices_file",
+    "vertex_location",
 ]
 
-PROVIDERS = ("openai", "anthropic", "offline")
-KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-BASE_URL_VARIABLES = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+Provider = Literal["openai", "anthropic", "azure", "gemini", "bedrock", "vertex", "offline"]
+PROVIDERS: tuple[str, ...] = Provider.__args__  # type: ignore[attr-defined]
+OPENAI_WIRE = ("openai", "azure", "gemini")
+"""Providers spoken to with the openai SDK (Chat Completions); the others but offline use anthropic's."""
+KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "azure": "AZURE_OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+}
+BASE_URL_VARIABLES = {
+    "openai": "OPENAI_BASE_URL",
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "azure": "AZURE_OPENAI_ENDPOINT",
+    "bedrock": "ANTHROPIC_BEDROCK_BASE_URL",
+    "vertex": "ANTHROPIC_VERTEX_BASE_URL",
+}
 """The base-URL variables the provider SDKs read; read here instead, so that the URL is part of the
 judge's name and cache key (two servers behind the same variable never share cache entries)."""
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+"""Gemini's OpenAI-compatible endpoint (``gemini:MODEL`` talks to it unless ``@URL`` names another)."""
+AZURE_API_VERSION = "2024-10-21"
+"""The Azure OpenAI API version used when ``OPENAI_API_VERSION`` is not set (a GA version with
+structured outputs)."""
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash"}
+"""The model of a spec that names none (``openai:``); Azure, Bedrock and Vertex need one named."""
 _INTS = ("max_tokens", "max_tokens_cap", "max_concurrency", "max_attempts", "reasks")
 _FLOATS = ("temperature", "timeout_s", "backoff_initial_s", "backoff_max_s")
 _OPTIONAL: dict[str, type] = {"seed": int, "requests_per_minute": float, "tokens_per_minute": float}
@@ -91,7 +123,7 @@ JUDGE_MODES = ("auto", "tools", "json_schema", "json_object_schema", "json")
 class JudgeSettings:
     """How to reach and drive one judge model."""
 
-    provider: Literal["openai", "anthropic", "offline"]
+    provider: Provider
     model: str
     base_url: str | None = None
     temperature: float = 0.0
@@ -187,7 +219,9 @@ def check_judge_options(options: Mapping[str, object], *, owner: str, extra: tup
 
 
 def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
-    """Turn a judge spec (``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL``, ``offline``) into settings.
+    """Turn a judge spec (``openai:MODEL[@BASE_URL]``, ``anthropic:MODEL``, ``azure:...``, ...) into settings.
+
+    Also ``azure:DEPLOYMENT@URL``, ``gemini:MODEL``, ``bedrock:MODEL``, ``vertex:MODEL`` and ``offline``.
 
     ``offline+semantic`` is the offline judge with the local MiniLM model's semantic similarity
     (model ``lexical-v3+minilm``; needs the ``embeddings`` extra when the judge is built).
@@ -209,19 +243,30 @@ def parse_judge_spec(spec: str, **options: object) -> JudgeSettings:
     if text == "offline+semantic":
         return JudgeSettings(provider="offline", model="lexical-v3+minilm", **options)  # type: ignore[arg-type]
     provider, sep, rest = text.partition(":")
-    if not sep or provider not in ("openai", "anthropic"):
+    if not sep or provider not in PROVIDERS or provider == "offline":
         raise ConfigError(
             f"unknown judge spec {spec!r}: use 'openai:MODEL', 'openai:MODEL@http://host:port/v1', "
-            "'anthropic:MODEL', 'offline' or 'offline+semantic'"
+            "'anthropic:MODEL', 'azure:DEPLOYMENT@https://NAME.openai.azure.com', 'gemini:MODEL', "
+            "'bedrock:MODEL', 'vertex:MODEL', 'offline' or 'offline+semantic'"
         )
     model, base_url = rest, None
     if "@" in rest:
         model, _, base_url = rest.partition("@")
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"judge spec {spec!r}: the part after '@' must be an http(s) base URL")
-    model = model.strip() or DEFAULT_MODELS[provider]
+    model = model.strip() or DEFAULT_MODELS.get(provider, "")
+    if not model:
+        what = "deployment" if provider == "azure" else "model"
+        raise ConfigError(f"judge spec {spec!r}: name the {what}, e.g. '{provider}:NAME'")
     if base_url is None:
         base_url = base_url_from_env(provider)
+    if provider == "gemini" and base_url is None:
+        base_url = GEMINI_BASE_URL
+    if provider == "azure" and base_url is None:
+        raise ConfigError(
+            f"judge spec {spec!r} names no Azure endpoint: write "
+            "'azure:DEPLOYMENT@https://NAME.openai.azure.com' or set the AZURE_OPENAI_ENDPOINT variable"
+        )
     return JudgeSettings(provider=provider, model=model, base_url=base_url, **options)  # type: ignore[arg-type]
 
 
@@ -243,24 +288,55 @@ def default_judge_spec(env: Mapping[str, str] | None = None) -> str:
     return "offline"
 
 
-def api_key_for(settings: JudgeSettings) -> str:
-    """The API key for a provider judge, from its usual environment variable.
+def api_key_for(settings: JudgeSettings, api_key: str | None = None) -> str:
+    """The API key for a provider judge: ``api_key`` if given, else its usual environment variable.
 
     OpenAI-compatible servers at a custom base URL often need no key; a placeholder is sent then.
+    Bedrock and Vertex take no key variable of ours (the SDK reads AWS / Google credentials): an
+    empty string means "let the SDK find them".
 
     Raises:
         ConfigError: The provider's key variable is not set (naming the variable to set).
     """
-    var = KEY_VARIABLES[settings.provider]
+    if api_key:
+        return api_key
+    var = KEY_VARIABLES.get(settings.provider)
+    if var is None:
+        return ""
     key = os.environ.get(var)
     if key:
         return key
     if settings.provider == "openai" and settings.base_url:
         return "not-needed"
     raise ConfigError(
-        f"judge '{settings.spec}' needs an API key: set the {var} environment variable "
+        f"judge '{settings.spec}' needs an API key: set the {var} environment variable or pass api_key=... "
         "(or use --judge offline / llm='offline' to run without one)"
     )
+
+
+def azure_api_version() -> str:
+    """The Azure OpenAI API version: ``OPENAI_API_VERSION`` (as the SDK reads it), else the default."""
+    return os.environ.get("OPENAI_API_VERSION") or AZURE_API_VERSION
+
+
+def aws_region() -> str | None:
+    """The AWS region for Bedrock: ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` (None: boto3's profile says)."""
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+
+
+def bedrock_token_set() -> bool:
+    """Whether ``AWS_BEARER_TOKEN_BEDROCK`` (a Bedrock API key, read by the SDK itself) is set."""
+    return bool(os.environ.get("AWS_BEARER_TOKEN_BEDROCK"))
+
+
+def vertex_location() -> tuple[str | None, str | None]:
+    """Vertex AI's (region, project) from ``CLOUD_ML_REGION`` and ``ANTHROPIC_VERTEX_PROJECT_ID``."""
+    return os.environ.get("CLOUD_ML_REGION") or None, os.environ.get("ANTHROPIC_VERTEX_PROJECT_ID") or None
+
+
+def nothing_configured() -> bool:
+    """True when no judge was named anywhere: no ``RAGMETRICS_JUDGE`` and no provider key variable."""
+    return default_judge_spec() == "offline" and not os.environ.get("RAGMETRICS_JUDGE")
 
 
 def default_cache_dir() -> Path:

@@ -15,13 +15,13 @@ import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from types import MappingProxyType
 from typing import Any
 
 from ragmetrics._fake.dialects import Rejection, adapt, reject
 from ragmetrics._fake.embeddings import BROKEN_EMBEDDINGS, embeddings_body, texts_of
 from ragmetrics._fake.providers import completion_body, models_body, read_call
 from ragmetrics._fake.records import Endpoint, FakeReply, FakeRequest, FakeRule, Faults, Source
+from ragmetrics._fake.routes import ENDPOINTS, KNOWN, route
 from ragmetrics._fake.schema_fill import SchemaFillError, fill, prompt_words
 from ragmetrics._fake.tasks import TASKS, Answerer, Task, task_for
 from ragmetrics._fake.transport import Handler
@@ -30,14 +30,6 @@ from ragmetrics.errors import ConfigError
 
 __all__ = ["ENDPOINTS", "NoAnswerError", "Serving"]
 
-ENDPOINTS: Mapping[tuple[str, str], Endpoint] = MappingProxyType(
-    {
-        ("POST", "/v1/chat/completions"): "chat",
-        ("POST", "/v1/messages"): "messages",
-        ("POST", "/v1/embeddings"): "embeddings",
-        ("GET", "/v1/models"): "models",
-    }
-)
 _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
 _REDACTED = "[redacted]"
 
@@ -73,15 +65,17 @@ class Serving:
         try:
             raw = handler.read_body()
             path = handler.path.split("?", 1)[0]
-            found = ENDPOINTS.get((method, path))
+            found = route(method, handler.path)
             if found is None:
                 endpoint = "messages" if "anthropic-version" in handler.headers else "chat"
-                known = ", ".join(f"{m} {p}" for m, p in ENDPOINTS)
                 handler.send_error_body(
-                    endpoint, 404, f"FakeLLMServer has no {method} {path}; it serves {known}"
+                    endpoint, 404, f"FakeLLMServer has no {method} {path}; it serves {KNOWN}"
                 )
                 return
-            endpoint = found
+            endpoint = found.endpoint
+            if found.problem is not None:
+                handler.send_error_body(endpoint, 404, found.problem)
+                return
             try:
                 body = json.loads(raw) if raw else {}
             except ValueError as exc:
@@ -90,7 +84,7 @@ class Serving:
             if not isinstance(body, dict):
                 handler.send_error_body(endpoint, 400, "the request body must be a JSON object")
                 return
-            self._exchange(handler, found, method, path, body)
+            self._exchange(handler, endpoint, method, path, body, found.model)
         except OSError:
             raise  # the client went away; the server drops the connection quietly
         except Exception as exc:  # a bug, or a raising predicate: tell the client, keep serving
@@ -101,7 +95,13 @@ class Serving:
                 pass
 
     def _read_request(
-        self, handler: Handler, endpoint: Endpoint, method: str, path: str, body: dict[str, Any]
+        self,
+        handler: Handler,
+        endpoint: Endpoint,
+        method: str,
+        path: str,
+        body: dict[str, Any],
+        path_model: str | None = None,
     ) -> tuple[FakeRequest, Call | None]:
         """Build the request record (API key values redacted) and, for chat/messages, what it asks."""
         headers = {}
@@ -130,7 +130,7 @@ class Serving:
             headers=headers,
             has_api_key=has_key,
             body=body,
-            model=body.get("model"),
+            model=body.get("model") if isinstance(body.get("model"), str) else path_model,
             mode=call.mode if call else None,
             schema=(task.model.__name__ if task else call.schema) if call else None,
             task=task.name if task else None,
@@ -141,9 +141,15 @@ class Serving:
         return request, call
 
     def _exchange(
-        self, handler: Handler, endpoint: Endpoint, method: str, path: str, body: dict[str, Any]
+        self,
+        handler: Handler,
+        endpoint: Endpoint,
+        method: str,
+        path: str,
+        body: dict[str, Any],
+        path_model: str | None = None,
     ) -> None:
-        request, call = self._read_request(handler, endpoint, method, path, body)
+        request, call = self._read_request(handler, endpoint, method, path, body, path_model)
         rejection = reject(self._dialect, endpoint, body)
         request, reply, wait = self._admit(request, rejection)
         stopping = self._stopping

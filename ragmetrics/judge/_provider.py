@@ -8,17 +8,24 @@ on the :class:`~ragmetrics.errors.JudgeError` of a failed request, or (cancelled
 
 Subclasses implement three things: build an SDK client, make one structured call through
 instructor, and classify an SDK exception into a :class:`~ragmetrics.judge.retry.Failure`.
+
+A judge built around a user's own SDK client (``llm=AsyncOpenAI(...)``) never changes or closes that
+object: each event loop gets a copy (``client.with_options``) with the SDK's retries off, the judge's
+timeout and, when the client uses the SDK's default HTTP client, a fresh metered one; only that copy
+is closed. A client with its own ``http_client`` (proxies, certificates) keeps it, unmetered by hooks
+(the retry loop counts the attempts), and the shared HTTP client is left open.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import time
 import weakref
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ClassVar
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
@@ -80,8 +87,16 @@ class _Truncated(Exception):
 class ProviderJudge(ABC):
     """Base class of the OpenAI-compatible and Anthropic judges."""
 
-    def __init__(self, settings: JudgeSettings, *, prices: PriceTable | None = None) -> None:
+    _reopens_after_aclose: ClassVar[bool] = True
+    """:meth:`aclose` only releases the running loop's client; the next call opens another. So a
+    cache may close this judge after a run even when the user built it (see ``CachingJudge``)."""
+
+    def __init__(
+        self, settings: JudgeSettings, *, prices: PriceTable | None = None, client: Any = None
+    ) -> None:
         self.settings = settings
+        self._user_client = client
+        """The user's own SDK client, if the judge was built around one (never mutated or closed)."""
         self.info = JudgeInfo(
             provider=settings.provider,
             model=settings.model,
@@ -105,7 +120,10 @@ class ProviderJudge(ABC):
         """Transient failures retried so far (all requests)."""
         self.breaker = DeadJudgeBreaker()
         """Fails calls at once when the judge is unreachable or refuses the key (see judge/breaker.py)."""
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, bool]] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Per event loop: the SDK client and whether this judge closes it."""
 
     # -- subclass hooks -------------------------------------------------------------------------
     @abstractmethod
@@ -123,22 +141,35 @@ class ProviderJudge(ABC):
     # -- the shared machinery ---------------------------------------------------------------------
     def _client(self) -> Any:
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
+        entry = self._clients.get(loop)
+        if entry is None:
             _quiet_instructor_retries_in_our_calls()
-            client = self._make_client()
-            self._clients[loop] = client
-        return client
+            entry = self._copy_user_client() if self._user_client is not None else (self._make_client(), True)
+            self._clients[loop] = entry
+        return entry[0]
+
+    def _copy_user_client(self) -> tuple[Any, bool]:
+        """This loop's copy of the user's client, and whether closing the copy is ours to do."""
+        user = self._user_client
+        options: dict[str, Any] = {"max_retries": 0, "timeout": self.settings.timeout_s}
+        if type(getattr(user, "_client", None)).__name__ == "AsyncHttpxClientWrapper":  # the SDK's default
+            sdk = importlib.import_module(type(user).__module__.split(".", 1)[0])
+            return user.with_options(http_client=self._http_client(sdk), **options), True
+        return user.with_options(**options), False  # shares the user's own http_client: never close it
 
     async def aclose(self) -> None:
-        """Close the SDK client of the running loop (others are closed by their own loops)."""
+        """Close the SDK client of the running loop (others are closed by their own loops).
+
+        A user's own client is never closed: only the copy this judge made of it, and only when the
+        copy has an HTTP client of its own.
+        """
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        client = self._clients.pop(loop, None)
-        if client is not None:
-            await client.close()
+        entry = self._clients.pop(loop, None)
+        if entry is not None and entry[1]:
+            await entry[0].close()
 
     def _cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         settings = self.settings

@@ -85,15 +85,27 @@ class CacheStats:
 class CachingJudge:
     """Wraps a judge with the disk cache, a memo and single-flight of identical requests."""
 
-    def __init__(self, inner: Judge, directory: str | Path | None = None, *, memo_size: int = 4096) -> None:
+    def __init__(
+        self,
+        inner: Judge,
+        directory: str | Path | None = None,
+        *,
+        memo_size: int = 4096,
+        owns_inner: bool = False,
+    ) -> None:
         """Wrap ``inner``.
 
         Args:
             inner: The judge that answers misses.
             directory: The disk cache folder; None keeps only the in-memory memo.
             memo_size: Replies kept in memory (least recently used are dropped).
+            owns_inner: Whether :meth:`aclose` closes ``inner`` too: true for judges ragmetrics built
+                from a spec or around a client, false for a Judge object the user passed in (whose
+                ``aclose`` may end it for good). ragmetrics' own judges, whose ``aclose`` only releases
+                the running event loop's client, are closed either way.
         """
         self.inner = inner
+        self.owns_inner = owns_inner
         self.info = inner.info
         self.directory = Path(directory) if directory is not None and not inner.info.heuristic else None
         self.stats = CacheStats()
@@ -180,10 +192,13 @@ class CachingJudge:
         )
 
     async def aclose(self) -> None:
-        """Close the inner judge's clients and the disk cache; the run ends (later repeats are hits)."""
+        """Close the disk cache, and the inner judge's clients when they are ours to close."""
         self._run += 1
-        await self.inner.aclose()
-        self._store.close()
+        try:
+            if self.owns_inner or getattr(type(self.inner), "_reopens_after_aclose", False):
+                await self.inner.aclose()
+        finally:
+            self._store.close()
 
     def close_disk(self) -> None:
         """Close the disk cache only (it reopens on next use); synchronous, unlike :meth:`aclose`."""

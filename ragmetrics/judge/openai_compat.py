@@ -1,5 +1,9 @@
 """The OpenAI judge, for OpenAI itself and any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).
 
+The same adapter serves Azure OpenAI (``azure:DEPLOYMENT@ENDPOINT``, through ``openai.AsyncAzureOpenAI``),
+Gemini's OpenAI-compatible endpoint (``gemini:MODEL``), gateways such as LiteLLM (``openai:MODEL@URL``)
+and a user's own ``AsyncOpenAI`` / ``AsyncAzureOpenAI`` client.
+
 Structured output goes through instructor over the official ``openai`` SDK. The SDK's own retries are
 off (``max_retries=0``): transient failures are retried by :mod:`ragmetrics.judge.retry` with backoff
 and Retry-After.
@@ -26,7 +30,7 @@ from ragmetrics.judge._provider import CallOutcome, ProviderJudge
 from ragmetrics.judge._wire_forms import FORMS, next_form, wire_body
 from ragmetrics.judge.base import JudgeRequest
 from ragmetrics.judge.retry import Failure
-from ragmetrics.settings import JudgeSettings, api_key_for
+from ragmetrics.settings import KEY_VARIABLES, JudgeSettings, api_key_for, azure_api_version
 
 __all__ = ["OpenAIJudge"]
 
@@ -34,11 +38,19 @@ __all__ = ["OpenAIJudge"]
 class OpenAIJudge(ProviderJudge):
     """A judge on the OpenAI Chat Completions API (or a compatible server)."""
 
-    def __init__(self, settings: JudgeSettings, *, require_key: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self, settings: JudgeSettings, *, api_key: str | None = None, require_key: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(settings, **kwargs)
-        # Raises ConfigError naming the variable; ``require_key=False`` (estimates, which call
-        # nothing) defers that to the first call.
-        self._api_key = api_key_for(settings) if require_key else None
+        self._given_key = api_key
+        if self._user_client is not None:
+            self._api_key: str | None = str(
+                getattr(self._user_client, "api_key", "") or ""
+            )  # only to redact it
+        elif require_key:
+            self._api_key = api_key_for(settings, api_key)  # raises ConfigError naming the variable
+        else:  # an estimate calls nothing: the key is checked at the first call
+            self._api_key = None
         self._mode: str = "tools" if settings.mode == "auto" else settings.mode
         """The wire form of the next call: forced, or what auto found this judge's server to accept
         (a judge talks to one server; metrics and pipelines with equal judge settings share a judge)."""
@@ -50,14 +62,21 @@ class OpenAIJudge(ProviderJudge):
         import openai
 
         if self._api_key is None:
-            self._api_key = api_key_for(self.settings)
-        return openai.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self.settings.base_url,
-            max_retries=0,
-            timeout=self.settings.timeout_s,
-            http_client=self._http_client(openai),
-        )
+            self._api_key = api_key_for(self.settings, self._given_key)
+        common: dict[str, Any] = {
+            "api_key": self._api_key,
+            "max_retries": 0,
+            "timeout": self.settings.timeout_s,
+            "http_client": self._http_client(openai),
+        }
+        if self.settings.provider == "azure":
+            return openai.AsyncAzureOpenAI(
+                azure_endpoint=self.settings.base_url or "",
+                azure_deployment=self.settings.model,
+                api_version=azure_api_version(),
+                **common,
+            )
+        return openai.AsyncOpenAI(base_url=self.settings.base_url, **common)
 
     async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:
         import instructor
@@ -116,7 +135,8 @@ class OpenAIJudge(ProviderJudge):
             timeout_s=self.settings.timeout_s,
             secret=self._api_key,
             hints={
-                401: "check the OPENAI_API_KEY environment variable",
+                401: f"check the {KEY_VARIABLES.get(self.settings.provider, 'OPENAI_API_KEY')} "
+                "environment variable (or the api_key= given)",
                 403: "the key lacks access to this model",
                 404: f"check the model name in '{self.info.spec}' and the base URL",
             },

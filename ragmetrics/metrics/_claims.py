@@ -261,7 +261,7 @@ class ClaimMetric(JudgeHolder):
 
     def __init__(
         self,
-        llm: str | Judge | None = None,
+        llm: str | Judge | Any | None = None,
         *,
         threshold: float | None = None,
         cache: bool | str | Path = True,
@@ -272,13 +272,17 @@ class ClaimMetric(JudgeHolder):
 
         Args:
             llm: A judge spec (``openai:gpt-4o-mini``, ``anthropic:MODEL``,
-                ``openai:MODEL@http://localhost:11434/v1``, ``offline``), a Judge object, or None for
-                the default judge (offline when no provider key is set).
+                ``openai:MODEL@http://localhost:11434/v1``, ``azure:DEPLOYMENT@URL``, ``gemini:MODEL``,
+                ``bedrock:MODEL``, ``vertex:MODEL``, ``offline``), an async openai / anthropic SDK
+                client, a Judge object, or None for the default judge (offline, with an
+                ``OfflineJudgeWarning``, when nothing is configured). A client or Judge passed in is
+                never closed by ragmetrics.
             threshold: Optional pass mark in [0, 1]; ``passed`` is ``score >= threshold``.
             cache: True for the default disk cache, a folder path, or False for none.
             context_budget_tokens: Estimated context tokens per verification call; more contexts are
                 split into chunks (one call each).
-            **judge_options: Judge settings for spec strings (temperature, timeout_s, max_concurrency...).
+            **judge_options: Judge settings (temperature, timeout_s, max_concurrency...), plus
+                ``api_key`` and ``base_url`` for a spec string and ``model`` for a client object.
 
         Raises:
             ConfigError: Bad threshold or budget, or a malformed spec (checked at once).

@@ -6,6 +6,7 @@ The RAG metrics and the model-graded evaluators hold a judge the same way; the p
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,40 +23,75 @@ class JudgeHolder:
     """Holds a judge spec or object and resolves it into a caching judge on first use."""
 
     def _init_judge(
-        self, owner: str, llm: str | Judge | None, cache: bool | str | Path, judge_options: dict[str, Any]
+        self, owner: str, llm: Any, cache: bool | str | Path, judge_options: dict[str, Any]
     ) -> None:
         """Check and store the judge settings.
 
+        ``llm`` is a spec string, a Judge, an async openai / anthropic SDK client, or None (the default
+        judge). ``judge_options`` may hold ``api_key`` and ``base_url`` (spec strings) and ``model``
+        (clients) besides the judge settings.
+
         Raises:
-            ConfigError: ``llm`` is neither a spec string, a Judge nor None; a malformed spec; an unknown
-                or invalid judge option.
+            ConfigError: ``llm`` is none of those forms (or a synchronous SDK client); a malformed spec;
+                an unknown or invalid judge option; a keyword that does not fit the form of ``llm``.
         """
+        options = dict(judge_options)
+        access = {k: options.pop(k) for k in ("api_key", "base_url", "model") if options.get(k) is not None}
+        for name in ("api_key", "base_url", "model"):
+            options.pop(name, None)
+            if name in access and not isinstance(access[name], str):
+                raise ConfigError(f"{owner}: {name} must be a string, got {type(access[name]).__name__}")
         if llm is not None and not isinstance(llm, (str, Judge)):
+            from ragmetrics.judge.clients import client_provider
+
+            if client_provider(llm, owner=owner) is None:
+                raise ConfigError(
+                    f"{owner}: llm must be a judge spec string, a Judge, or an async openai / anthropic "
+                    f"client (AsyncOpenAI, AsyncAzureOpenAI, AsyncAnthropic, AsyncAnthropicBedrock, "
+                    f"AsyncAnthropicVertex), got {type(llm).__name__}"
+                )
+            if "api_key" in access or "base_url" in access:
+                raise ConfigError(
+                    f"{owner}: a {type(llm).__name__} client carries its own key and URL; set api_key / "
+                    "base_url when creating the client"
+                )
+        elif isinstance(llm, Judge) and access:
             raise ConfigError(
-                f"{owner}: llm must be a judge spec string or a Judge, got {type(llm).__name__}"
+                f"{owner}: llm is a ready Judge ({type(llm).__name__}); "
+                f"{', '.join(sorted(access))} cannot be applied to it (configure the judge itself)"
+            )
+        elif "model" in access:
+            raise ConfigError(
+                f"{owner}: model= goes with a client object; a spec string names the model ('openai:MODEL')"
             )
         from ragmetrics.settings import check_judge_options, parse_judge_spec
 
-        check_judge_options(judge_options, owner=owner, extra=("prices",))
+        check_judge_options(options, owner=owner, extra=("prices",))
         if llm is None or isinstance(llm, str):  # the default judge is named later: check the values now
-            parse_judge_spec(llm or "offline", **{k: v for k, v in judge_options.items() if k != "prices"})
+            parse_judge_spec(llm or "offline", **{k: v for k, v in options.items() if k != "prices"})
         self._llm = llm
         self._cache = cache
-        self._judge_options = judge_options
+        self._access = access
+        """api_key / base_url / model: kept apart from the settings, so the key is never in a repr."""
+        self._judge_options = options
         self._judge: CachingJudge | None = None
 
     @property
     def judge(self) -> CachingJudge:
         """The caching judge, resolved on first use (which is when a missing API key is reported)."""
         if self._judge is None:
-            self._judge = resolve_judge(self._llm, cache=self._cache, **self._judge_options)
+            self._judge = resolve_judge(self._llm, cache=self._cache, **self._access, **self._judge_options)
         return self._judge
 
     def judge_key(self) -> tuple[object, ...]:
         """What identifies this metric's judge: metrics with equal keys can share one judge object."""
         llm = self._llm if self._llm is None or isinstance(self._llm, str) else id(self._llm)
         cache = str(self._cache) if not isinstance(self._cache, bool) else self._cache
-        return (llm, cache, tuple(sorted((k, repr(v)) for k, v in self._judge_options.items())))
+        access = tuple(
+            (k, hashlib.sha256(v.encode()).hexdigest() if k == "api_key" else v)
+            for k, v in sorted(self._access.items())
+        )
+        return (llm, cache, access, tuple(sorted((k, repr(v)) for k, v in self._judge_options.items())))
 
     async def _closing(self, coro: Awaitable[_T]) -> _T:
         """Await ``coro``, then close the judge (the ``*_sync`` twins end their event loop after this)."""

@@ -105,7 +105,7 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
 
     def __init__(
         self,
-        llm: str | Judge | None,
+        llm: str | Judge | Any | None,
         *,
         threshold: float | None,
         negate: bool,
@@ -153,8 +153,8 @@ class LLMJudgeEvaluator(_JudgedEvaluator):
     """A judge rates the prediction 0-10 against the reference and input; normalised to 0-1.
 
     Args:
-        llm: A judge spec (``openai:gpt-4o-mini``, ``anthropic:MODEL``, ``offline``), a Judge, or None
-            for the default judge.
+        llm: A judge spec (``openai:gpt-4o-mini``, ``anthropic:MODEL``, ``offline``, ...), an async
+            openai / anthropic SDK client (name its ``model=``), a Judge, or None for the default judge.
         prompt: A custom template holding ``{input}``, ``{prediction}`` and ``{reference}``; the reply
             is parsed for a number between 0 and 10 (None: the default structured prompt).
         threshold: Pass mark on the 0-1 scale (default 0.5).
@@ -170,7 +170,7 @@ class LLMJudgeEvaluator(_JudgedEvaluator):
 
     def __init__(
         self,
-        llm: str | Judge | None = None,
+        llm: str | Judge | Any | None = None,
         *,
         prompt: str | None = None,
         threshold: float = 0.5,
@@ -194,7 +194,7 @@ class LLMJudgeEvaluator(_JudgedEvaluator):
             self._prompt_ids = ("llm_judge/system.v1", "llm_judge/grade.v1")
 
     @classmethod
-    def with_prompt(cls, llm: str | Judge | None, template: str, **options: Any) -> LLMJudgeEvaluator:
+    def with_prompt(cls, llm: str | Judge | Any | None, template: str, **options: Any) -> LLMJudgeEvaluator:
         """An llm_judge with a custom prompt template (``{input}``, ``{prediction}``, ``{reference}``)."""
         return cls(llm, prompt=template, **options)
 
@@ -278,7 +278,7 @@ class LLMRubricEvaluator(_JudgedEvaluator):
     def __init__(
         self,
         rubric: str,
-        llm: str | Judge | None = None,
+        llm: str | Judge | Any | None = None,
         *,
         threshold: float | None = None,
         negate: bool = False,
@@ -347,7 +347,7 @@ class GEvalEvaluator(_JudgedEvaluator):
     def __init__(
         self,
         criteria: str,
-        llm: str | Judge | None = None,
+        llm: str | Judge | Any | None = None,
         *,
         steps: Sequence[str] | None = None,
         threshold: float | None = None,

@@ -274,11 +274,11 @@ def test_g_eval_validates_steps():
         GEvalEvaluator("criteria", ScriptedJudge(), steps="one step")  # type: ignore[arg-type]
 
 
-def test_llm_evaluators_sync_twin_closes_the_judge():
+def test_llm_evaluators_sync_twin_leaves_a_users_judge_open():
     judge = ScriptedJudge(llm_rubric__grade=[RubricGrade(reason="fine", passed=True, score=1.0)])
     ev = LLMRubricEvaluator("Is fine", judge, cache=False)
     assert ev.evaluate_sync("x").passed
-    assert judge.closed == 1
+    assert judge.closed == 0  # the user's judge is theirs to close: the next run must still work
 
 
 async def test_disk_cache_serves_a_repeat_run(tmp_path):

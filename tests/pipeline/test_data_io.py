@@ -211,10 +211,11 @@ async def test_named_metrics_are_judged_by_the_llm_given(fake_llm_server, openai
     assert "gpt-4o-mini" in (results[0].results["faithfulness"].judge.spec or "")
 
 
-def test_the_pipeline_takes_metric_names_like_the_cli() -> None:
+def test_the_pipeline_takes_metric_names_like_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGMETRICS_JUDGE", "offline")  # chosen, so no offline-default warning
     pipeline = EvaluationPipeline(metrics=["faithfulness", "relevancy", "exact_match"], progress=False)
     assert pipeline.metric_names == ["faithfulness", "relevancy", "exact_match"]
-    results = pipeline.run(ROWS)  # no key in the environment: the offline judge
+    results = pipeline.run(ROWS)
     assert all(r.ok for r in results) and results[1].exact_match == 1.0
     with pytest.raises(ConfigError, match=r"unknown metric 'faithfulnes'; choose from .*faithfulness"):
         EvaluationPipeline(metrics=["faithfulnes"])
