@@ -58,6 +58,8 @@ async def test_bad_returns_and_raising_functions_are_results():
         (lambda o: {"details": "no score"}, "without 'score'"),
         (lambda o: {"score": "high"}, "must be a number"),
         (lambda o: float("nan"), "NaN"),
+        (lambda o: {"score": float("inf")}, "a score that is Infinity, not a finite number"),
+        (lambda o: -float("inf"), "a score that is -Infinity, not a finite number"),
         (lambda o: 1 / 0, "ZeroDivisionError"),
     ]:
         result = await CustomEvaluator(fn).evaluate("x")
@@ -95,9 +97,15 @@ async def test_javascript_forms_async_and_clamping():
     assert (await CustomEvaluator("async (o) => ({score: 0.5, details: 'half'})").evaluate("x")).score == 0.5
     assert (await CustomEvaluator("function check(o) { return {score: 3} }").evaluate("x")).score == 1.0
     assert (await CustomEvaluator("const f = (o) => o.length > 2; f").evaluate("abc")).score == 1.0
-    assert (await CustomEvaluator("(o) => ({score: Infinity})").evaluate("x")).score == 1.0
-    nan = await CustomEvaluator("(o) => ({score: NaN})").evaluate("x")
-    assert nan.score is None and "NaN" in (nan.message or "")
+    # a non-finite score is not a score (it used to clamp Infinity to 1.0); Python callables agree
+    for source, label in [
+        ("({score: Infinity})", "Infinity"),
+        ("-Infinity", "-Infinity"),
+        ("({score: NaN})", "NaN"),
+    ]:
+        bad = await CustomEvaluator(f"(o) => {source}").evaluate("x")
+        assert bad.score is None and bad.status == "invalid_input", source
+        assert f"a score that is {label}, not a finite number" in (bad.message or ""), source
 
 
 async def test_javascript_throw_is_a_clear_error():
