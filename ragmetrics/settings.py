@@ -26,6 +26,7 @@ from ragmetrics.errors import ConfigError
 
 __all__ = [
     "DEFAULT_MODELS",
+    "JUDGE_MODES",
     "JudgeSettings",
     "api_key_for",
     "default_cache_dir",
@@ -55,6 +56,10 @@ def _type_problem(name: str, value: object, kind: type) -> str | None:
     return None
 
 
+JUDGE_MODES = ("auto", "tools", "json_schema", "json_object_schema", "json")
+"""The structured-output modes of :attr:`JudgeSettings.mode`."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JudgeSettings:
     """How to reach and drive one judge model."""
@@ -77,8 +82,14 @@ class JudgeSettings:
     backoff_max_s: float = 30.0
     reasks: int = 2
     """Re-asks when the reply fails schema validation."""
-    mode: Literal["auto", "tools", "json"] = "auto"
-    """Structured-output mode: tool calling, JSON mode, or auto (tools, falling back to JSON)."""
+    mode: Literal["auto", "tools", "json_schema", "json_object_schema", "json"] = "auto"
+    """How the response schema is sent (OpenAI-compatible servers; Anthropic always uses tool use).
+
+    ``tools``: a forced tool call, ``strict: true``. ``json_schema``: ``response_format`` of type
+    ``json_schema``, ``strict: true`` (OpenAI, vLLM, Ollama). ``json_object_schema``: ``response_format``
+    ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server). ``json``: plain JSON mode,
+    the schema only in the prompt. ``auto`` starts with tools and, when a server rejects a form with
+    HTTP 400/422, moves to the next in that order, remembering per server what worked."""
     requests_per_minute: float | None = None
     """Optional cap on requests started per minute (a token bucket; not part of the cache key)."""
     tokens_per_minute: float | None = None
@@ -102,7 +113,10 @@ class JudgeSettings:
             (self.max_attempts >= 1, "max_attempts must be at least 1"),
             (self.backoff_initial_s >= 0 and self.backoff_max_s >= 0, "backoff times must be >= 0"),
             (self.reasks >= 0, "reasks must be >= 0"),
-            (self.mode in ("auto", "tools", "json"), "mode must be auto, tools or json"),
+            (
+                self.mode in JUDGE_MODES,
+                f"mode must be one of {', '.join(JUDGE_MODES)} (got {self.mode!r})",
+            ),
             (
                 self.requests_per_minute is None or self.requests_per_minute > 0,
                 "requests_per_minute must be > 0",

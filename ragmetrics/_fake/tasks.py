@@ -35,7 +35,8 @@ class Task:
     read: Callable[[Sequence[str]], dict[str, Any] | None]
     """Reads the task's variables back from the user messages (None if they are not there)."""
     model: type[BaseModel]
-    """The response model; its field names recognise a schema sent without a name or title."""
+    """The response model; its JSON schema's property names recognise a schema sent without a name
+    or title (fields left out of the schema, such as ``repairs``, do not count)."""
 
 
 def _block_value(text: str | None) -> str | None:
@@ -121,7 +122,7 @@ def task_for(call: Call) -> Task | None:
         return TASKS.get(call.schema)
     if call.fields:
         for task in TASKS.values():
-            if call.fields == frozenset(task.model.model_fields):
+            if call.fields == frozenset(task.model.model_json_schema().get("properties", ())):
                 return task
     return None
 

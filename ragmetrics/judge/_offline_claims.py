@@ -283,6 +283,21 @@ def _pieces(answer: str) -> tuple[list[_Piece], int]:
     return out, refusals
 
 
+def states_facts(answer: str) -> bool:
+    """Whether the answer plainly asserts something: the splitter finds at least one claim in it.
+
+    Refusals, "I don't know", greetings, filler and questions ("How can I help?") assert nothing; a
+    judge that returns no claims for an answer that does is failing, not finding a perfect answer.
+    Every piece this counts is one the offline judge extracts, so the offline judge always agrees.
+    """
+    return any(not _asks(answer, piece) for piece in _pieces(answer)[0])
+
+
+def _asks(answer: str, piece: _Piece) -> bool:
+    """Whether the piece is (the end of) a question."""
+    return piece.text.rstrip().endswith("?") or answer[piece.end : piece.end + 3].lstrip().startswith("?")
+
+
 def _extract(question: str | None, answer: str) -> dict[str, Any]:
     pieces, refusals = _pieces(answer)
     q_stems = set(_content(question or ""))

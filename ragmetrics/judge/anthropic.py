@@ -1,7 +1,9 @@
 """The Anthropic judge: instructor's tool mode over the official ``anthropic`` SDK.
 
 As with OpenAI, the SDK's own retries are off and transient failures (429, 529 overloaded, 5xx,
-timeouts, dropped connections) go through :mod:`ragmetrics.judge.retry`.
+timeouts, dropped connections) go through :mod:`ragmetrics.judge.retry`. The tool's input schema is
+the per-request response schema (the contract is in it); no validation ``context`` is passed to
+instructor, which would otherwise render every message as a Jinja2 template.
 """
 
 from __future__ import annotations
@@ -70,7 +72,6 @@ class AnthropicJudge(ProviderJudge):
             messages=messages,
             response_model=prepared(request.response_model),
             max_retries=policy,
-            context=dict(request.context),
             max_tokens=max_tokens,
             **extra,
         )

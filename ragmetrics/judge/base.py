@@ -1,7 +1,7 @@
 """The Judge seam: one async structured call in, one validated pydantic value out.
 
 Metrics build a :class:`JudgeRequest` (rendered messages, a response model, the raw variables the
-offline judge reads, and a validation context) and a :class:`Judge` answers it with a
+offline judge reads) and a :class:`Judge` answers it with a
 :class:`JudgeReply` that carries the value, the usage and the latency. Provider adapters, the offline
 judge and the caching wrapper all implement this one protocol.
 """
@@ -43,7 +43,9 @@ class JudgeRequest:
     variables: Mapping[str, Any] = field(default_factory=dict)
     """The raw (unescaped) inputs, for judges that do not read prompts (the offline judge)."""
     context: Mapping[str, Any] = field(default_factory=dict)
-    """Pydantic validation context (e.g. how many claims and contexts there are)."""
+    """Pydantic validation context for the offline judge and cached replies. Never sent to instructor
+    (a context makes it render every message as a Jinja2 template): a contract that depends on the
+    request belongs in a per-request response model, whose validators close over its numbers."""
     version: str = "1"
     """Version of the metric logic that consumes the reply; part of the cache key."""
     max_tokens: int | None = None

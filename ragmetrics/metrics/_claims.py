@@ -25,8 +25,15 @@ from ragmetrics._aio import run_sync
 from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
+from ragmetrics.judge._offline_claims import states_facts
 from ragmetrics.metrics._judged import JudgeHolder
-from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification, VerifiedClaim
+from ragmetrics.metrics._schemas import (
+    ClaimExtraction,
+    ClaimVerification,
+    VerifiedClaim,
+    extraction_model,
+    verification_model,
+)
 from ragmetrics.metrics.base import check_threshold, passed_at
 from ragmetrics.prompting import load_prompt, numbered_blocks, render
 from ragmetrics.sample import Sample
@@ -117,6 +124,8 @@ class ClaimsOutcome:
     """Per claim; None when verification was not run (no contexts, or relevancy only)."""
     usage: Usage
     chunks: int = 0
+    repairs: tuple[str, ...] = ()
+    """Unambiguous slips in the judge's replies that were repaired instead of re-asked."""
 
     def records(self, contexts: Sequence[str]) -> list[ClaimRecord]:
         """The claims as result records, with the evidence quote checked against its context."""
@@ -154,13 +163,17 @@ def _messages(user: str) -> tuple[Message, ...]:
 
 
 def extract_request(sample: Sample, repeat: int = 0) -> JudgeRequest:
-    """The extraction request for one sample."""
+    """The extraction request for one sample.
+
+    When the answer plainly states facts (the offline splitter finds claims in it), the schema asks
+    for at least one claim: an empty list for such an answer is a judge failure, not ``no_claims``.
+    """
     prompt = load_prompt(EXTRACT_VERSION)
     return JudgeRequest(
         task="claims.extract",
         prompts=(load_prompt(SYSTEM_VERSION), prompt),
         messages=_messages(render(prompt, question=sample.question, answer=sample.answer)),
-        response_model=ClaimExtraction,
+        response_model=extraction_model(1 if states_facts(sample.answer) else 0),
         variables={"question": sample.question, "answer": sample.answer},
         version=LOGIC_VERSION,
         repeat=repeat,
@@ -180,9 +193,8 @@ def verify_request(claims: Sequence[str], chunk: Sequence[str], repeat: int = 0)
                 claims=numbered_blocks("claim", list(claims)),
             )
         ),
-        response_model=ClaimVerification,
+        response_model=verification_model(len(claims), len(chunk)),
         variables={"claims": list(claims), "contexts": list(chunk)},
-        context={"n_claims": len(claims), "n_contexts": len(chunk)},
         version=LOGIC_VERSION,
         repeat=repeat,
     )
@@ -208,16 +220,18 @@ async def run_claims(
     replies: list[JudgeReply] = await asyncio.gather(
         *(judge.complete(verify_request(claims, [p.text for p in chunk], repeat)) for chunk in chunks)
     )
+    repairs: list[str] = []
     for chunk, chunk_reply in zip(chunks, replies, strict=True):  # gather: one reply per chunk
         usage = usage + chunk_reply.usage
         result: ClaimVerification = chunk_reply.value  # type: ignore[assignment]
+        repairs += [r for r in result.repairs if r not in repairs]
         for v in result.verdicts:
             local = v.context
             mapped = v.model_copy(update={"context": chunk[local].index if local is not None else None})
             current = verdicts[v.claim]
             if current is None or _RANK[mapped.verdict] < _RANK[current.verdict]:
                 verdicts[v.claim] = mapped
-    return ClaimsOutcome(extraction, verdicts, usage, chunks=len(chunks))
+    return ClaimsOutcome(extraction, verdicts, usage, chunks=len(chunks), repairs=tuple(repairs))
 
 
 class ClaimMetric(JudgeHolder):
@@ -440,6 +454,8 @@ class VerifiedClaimMetric(ClaimMetric):
     def _finish(self, sample: Sample, outcome: ClaimsOutcome, started: float) -> MetricResult:
         records = outcome.records(sample.contexts)
         details = self._details(outcome)
+        if outcome.repairs:
+            details["repairs"] = list(outcome.repairs)
         if not records:
             return self._result(
                 1.0,

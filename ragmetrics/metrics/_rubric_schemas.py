@@ -73,7 +73,7 @@ class RubricGrade(BaseModel):
 class EvaluationSteps(BaseModel):
     """g_eval's evaluation steps derived from the criteria."""
 
-    steps: list[str] = Field(description="3 to 8 short, concrete steps, in order.")
+    steps: list[str] = Field(min_length=1, description="3 to 8 short, concrete steps, in order.")
     """The steps, in order."""
 
     @field_validator("steps")

@@ -27,7 +27,6 @@ from ragmetrics.errors import InvalidInputError
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.pricing import cost_usd
 from ragmetrics.metrics._claims import ClaimMetric, chunk_contexts, extract_request, verify_request
-from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
 from ragmetrics.pipeline.dataset import Dataset, to_sample
 from ragmetrics.sample import Sample
 
@@ -195,9 +194,8 @@ class SampleEstimator:
             claims = _sentences(sample.answer)
             known = False
             completion = _tokens(2 * len(sample.answer) + _CLAIM_OVERHEAD_CHARS * (len(claims) + 1))
-            self._bill(
-                group.judge, acc, _request_tokens(request) + _schema_tokens(ClaimExtraction), completion
-            )
+            prompt = _request_tokens(request) + _schema_tokens(request.response_model)
+            self._bill(group.judge, acc, prompt, completion)
         if not group.budgets or not claims or not sample.contexts:
             return
         claim_chars = sum(len(c) for c in claims)
@@ -210,7 +208,7 @@ class SampleEstimator:
                     continue
                 completion = _tokens(len(claims) * _VERDICT_OVERHEAD_CHARS + claim_chars)
                 self._bill(
-                    group.judge, acc, _request_tokens(vreq) + _schema_tokens(ClaimVerification), completion
+                    group.judge, acc, _request_tokens(vreq) + _schema_tokens(vreq.response_model), completion
                 )
 
     @staticmethod

@@ -165,7 +165,7 @@ async def test_bad_key_is_fatal_and_names_the_variable(fake_llm_server, openai_s
     await judge.aclose()
 
 
-async def test_server_without_tool_calling_falls_back_to_json_mode(fake_llm_server, openai_spec):
+async def test_server_without_tool_calling_falls_back_to_json_schema_mode(fake_llm_server, openai_spec):
     rule = fake_llm_server.on(
         lambda r: "tools" in r.body, FakeReply(status=400, message="tools are not supported by this model")
     )
@@ -174,7 +174,7 @@ async def test_server_without_tool_calling_falls_back_to_json_mode(fake_llm_serv
     reply = await judge.complete(extract_request(sample()))
     await judge.complete(extract_request(Sample.from_fields(question="q2", answer="a2")))
     assert len(reply.value.claims) == 2 and rule.hits == 1, "the working mode is remembered"
-    assert [r.mode for r in fake_llm_server.requests] == ["tools", "json_object", "json_object"]
+    assert [r.mode for r in fake_llm_server.requests] == ["tools", "json_schema", "json_schema"]
     await judge.aclose()
 
 
