@@ -15,7 +15,7 @@ instead raise ``InvalidInputError`` naming its field, as documented for direct c
 a record's status), never NaN, and within its cap. On the wire, each request's user text must be
 exactly the prompt file with the escaped sample text in its block, once, and nothing else.
 
-CI runs a fixed, derandomized set of examples (about a minute for the file). ``RAGMETRICS_FUZZ=deep``
+CI runs a fixed, derandomized set of examples (about 30 s for the file). ``RAGMETRICS_FUZZ=deep``
 runs 20 times as many random examples (``RAGMETRICS_FUZZ_SCALE=N`` picks the factor); a failure prints
 the example to add here as an ``@example``.
 """
@@ -41,11 +41,12 @@ from hypothesis import strategies as st
 
 from ragmetrics import FaithfulnessMetric, GroundednessMetric, RelevancyMetric
 from ragmetrics.cli import main
-from ragmetrics.errors import InvalidInputError
+from ragmetrics.errors import ConfigError, InvalidInputError
 from ragmetrics.eval import EVALUATOR_TYPES, make_evaluator
 from ragmetrics.metrics.evaluators import Evaluator
 from ragmetrics.pipeline import EvaluationPipeline, read_jsonl
 from ragmetrics.score import STATUSES, MetricResult
+from ragmetrics.suite import Suite
 from ragmetrics.testing import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -565,6 +566,30 @@ _row = st.fixed_dictionaries(
 )
 
 
+def _eval_cli(folder: Path, rows: list[dict[str, Any]]) -> tuple[int, str, str]:
+    data = folder / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")  # \ud800 as an escape
+    args = ["eval", str(data), "--judge", "offline", "--metrics", CLI_METRICS, "--worst", "5"]
+    return _cli([*args, "--out", str(folder / "out.jsonl"), "--report", str(folder / "report.html")], 60)
+
+
+def _markup(report: Path) -> tuple[int, ...]:
+    """How often the report holds what would open or close an element, a comment or CDATA."""
+    text = report.read_text(encoding="utf-8").lower()
+    return tuple(text.count(s) for s in ("<script", "</script", "<!--", "<![cdata[", "<img", "<style"))
+
+
+@pytest.fixture(scope="module")
+def plain_markup(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, ...]:
+    """The report's own markup, from a run on plain rows."""
+    folder = tmp_path_factory.mktemp("plain")
+    rows = [
+        {"id": "a", "question": "Q?", "answer": SENTENCES[0], "contexts": [SENTENCES[0]], "reference": ""}
+    ]
+    assert _eval_cli(folder, rows)[0] == 0
+    return _markup(folder / "report.html")
+
+
 @fuzz(40, deadline_s=60)
 @given(rows=st.lists(_row, min_size=1, max_size=4))
 @example(
@@ -578,25 +603,11 @@ _row = st.fixed_dictionaries(
         }
     ]
 )
-def _fuzz_cli(folder: Path, rows: list[dict[str, Any]]) -> None:
-    data, out = folder / "rows.jsonl", folder / "out.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")  # \ud800 as an escape
-    code, stdout, stderr = _cli(
-        [
-            "eval",
-            str(data),
-            "--judge",
-            "offline",
-            "--metrics",
-            CLI_METRICS,
-            "--out",
-            str(out),
-            "--worst",
-            "5",
-        ],
-        60,
-    )
+def _fuzz_cli(folder: Path, plain_markup: tuple[int, ...], rows: list[dict[str, Any]]) -> None:
+    code, stdout, stderr = _eval_cli(folder, rows)
+    out = folder / "out.jsonl"
     assert code == 0, stderr
+    assert _markup(folder / "report.html") == plain_markup, "text from the data became markup in the report"
     assert "Traceback" not in stderr and "Traceback" not in stdout, stderr
     for stream, text in (("stdout", stdout), ("stderr", stderr)):
         raw = _UNSAFE_OUTPUT.search(text)
@@ -612,6 +623,29 @@ def _fuzz_cli(folder: Path, rows: list[dict[str, Any]]) -> None:
         check_record(record, CLI_METRICS.split(","), where)
 
 
-def test_cli_eval_scores_every_hostile_row_and_prints_nothing_raw(tmp_path: Path) -> None:
+def test_cli_eval_scores_every_hostile_row_and_prints_and_reports_nothing_raw(
+    tmp_path: Path, plain_markup: tuple[int, ...]
+) -> None:
     with overall_bound(60):
-        _fuzz_cli(tmp_path)
+        _fuzz_cli(tmp_path, plain_markup)
+
+
+# -- 5. suite files nested past what a recursive reader can take --------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_suites_nested_past_the_recursion_limit_are_a_config_error_naming_the_file(
+    tmp_path: Path, suffix: str
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / f"deep{suffix}"
+    path.write_text(
+        '{"name": "deep", "cases": [{"id": "a", "input": "q", "expected": '
+        + deep
+        + ', "evaluators": ["json_match"]}]}',
+        encoding="utf-8",
+    )  # JSON is YAML too
+    with pytest.raises(
+        ConfigError, match=rf"{re.escape(str(path))}: the (YAML|JSON) is nested too deeply to read"
+    ):
+        Suite.from_file(path)
