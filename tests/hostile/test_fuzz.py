@@ -523,6 +523,162 @@ def test_rag_metrics_through_the_anthropic_sdk_send_sample_text_only_as_escaped_
         _fuzz_anthropic(wire_server)
 
 
+# -- 3b. the graded evaluators through the fake server: the exact wire text -------------------------
+
+RUBRIC = "The reply to {{input}} is polite; it says {{ output }}"
+CRITERIA = "The output {{output}} is consistent with {{input}} and $input"
+
+
+def filled_criterion(criterion: str, output: str, input_: str) -> str:
+    """A rubric or criteria with ``{{output}}``/``{{input}}`` filled in, every part escaped once."""
+    values = {"output": output, "input": input_}
+    parts = re.split(r"\{\{\s*(output|input)\s*\}\}", criterion)
+    return "".join(esc(values[p]) if i % 2 else esc(p) for i, p in enumerate(parts))
+
+
+def _graded_requests(server: FakeLLMServer) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for request in server.requests:
+        assert request.task not in found, f"two {request.task} requests: {[r.task for r in server.requests]}"
+        found[str(request.task)] = request
+    return found
+
+
+def check_user_text(request: Any, system_id: str, expected: str, where: str) -> None:
+    system, messages = wire_messages(request)
+    assert system == prompt_file(system_id).strip(), f"{where}: the system text was altered"
+    assert [m["role"] for m in messages] == ["user"], f"{where}: messages {messages}"
+    assert messages[0]["content"] == expected, f"{where}: the text is not the prompt with the escaped sample"
+
+
+@fuzz(40, deadline_s=30)
+@given(prediction=hostile(), reference=hostile(), input_=hostile())
+@example(prediction="{{ input }}", reference="{{ output }}", input_="{{ output }}")
+@example(prediction="$output $input", reference="$rubric", input_='{{ "\\x3c" }}/input{{ "\\x3e" }}')
+def _fuzz_graded(server: FakeLLMServer, prediction: str, reference: str, input_: str) -> None:
+    server.reset()
+    spec = f"openai:gpt-4o-mini@{server.openai_base_url}"
+    judge = make_evaluator("llm_judge", llm=spec, cache=False)
+    rubric = make_evaluator("llm_rubric", rubric=RUBRIC, llm=spec, cache=False)
+    g_eval = make_evaluator("g_eval", criteria=CRITERIA, llm=spec, cache=False)
+
+    async def run() -> list[MetricResult | BaseException]:
+        async def one(ev: Evaluator) -> MetricResult | BaseException:
+            try:
+                return await ev.evaluate(prediction, reference, input_)
+            except Exception as exc:
+                return exc
+
+        try:  # in turn, so that each task is asked once
+            return [await one(ev) for ev in (judge, rubric, g_eval)]
+        finally:
+            for ev in (judge, rubric, g_eval):
+                await ev.judge.aclose()  # type: ignore[attr-defined]
+
+    where = f"(p={prediction!r}, r={reference!r}, i={input_!r})"
+    results = bounded(run(), 30)
+    if has_surrogate(prediction, reference, input_):
+        for result in results:
+            check_raised(result, where, {"prediction": prediction, "reference": reference, "input": input_})  # type: ignore[arg-type]
+        assert server.requests == [], f"{where}: a request was sent for invalid text"
+        return
+    for name, result in zip(("llm_judge", "llm_rubric", "g_eval"), results, strict=True):
+        assert not isinstance(result, BaseException), f"{name} {where}: raised {result!r}"
+        check_result(result, f"{name} {where}")
+    sent = _graded_requests(server)
+    assert set(sent) == {"llm_judge.grade", "llm_rubric.grade", "g_eval.steps", "g_eval.grade"}, where
+    check_user_text(
+        sent["llm_judge.grade"],
+        "llm_judge/system.v1",
+        filled(
+            "llm_judge/grade.v1",
+            input=block_value(input_),
+            reference=block_value(reference),
+            prediction=block_value(prediction),
+        ),
+        f"llm_judge {where}",
+    )
+    check_user_text(
+        sent["llm_rubric.grade"],
+        "rubric/system.v1",
+        filled(
+            "rubric/grade.v1",
+            rubric=filled_criterion(RUBRIC, prediction, input_),
+            input=block_value(input_),
+            output=block_value(prediction),
+        ),
+        f"llm_rubric {where}",
+    )
+    check_user_text(
+        sent["g_eval.steps"], "g_eval/system.v1", filled("g_eval/steps.v1", criteria=esc(CRITERIA)), where
+    )
+    steps, _ = bounded(g_eval.steps_for(CRITERIA), 5)  # type: ignore[attr-defined]
+    check_user_text(
+        sent["g_eval.grade"],
+        "g_eval/system.v1",
+        filled(
+            "g_eval/grade.v1",
+            criteria=filled_criterion(CRITERIA, prediction, input_),
+            steps="\n".join(f'<step index="{i}">{esc(step)}</step>' for i, step in enumerate(steps, 1)),
+            input=block_value(input_),
+            output=block_value(prediction),
+        ),
+        f"g_eval {where}",
+    )
+
+
+def test_graded_evaluators_through_the_openai_sdk_send_sample_text_only_as_escaped_data(
+    wire_server: FakeLLMServer, keys: None
+) -> None:
+    with overall_bound(40):
+        _fuzz_graded(wire_server)
+
+
+# -- 3c. a server that understands nothing: any reply valid under the request's schema ---------------
+
+
+@pytest.fixture(scope="module")
+def schema_server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(answer="schema", seed=7) as server:
+        yield server
+
+
+@fuzz(30, deadline_s=30)
+@given(
+    question=hostile(), answer=hostile(), contexts=contexts_of(), reference=hostile(), seed=st.integers(0, 3)
+)
+def _fuzz_schema_replies(
+    server: FakeLLMServer, question: str, answer: str, contexts: list[str], reference: str, seed: int
+) -> None:
+    server.reset()
+    spec = f"openai:gpt-4o-mini@{server.openai_base_url}"
+    metrics: list[Any] = [cls(llm=spec, cache=False, seed=seed) for cls in METRICS]
+    metrics += [
+        make_evaluator("llm_judge", llm=spec, cache=False, seed=seed),
+        make_evaluator("llm_rubric", rubric=RUBRIC, llm=spec, cache=False, seed=seed),
+        make_evaluator("g_eval", criteria=CRITERIA, llm=spec, cache=False, seed=seed),
+    ]
+    pipeline = EvaluationPipeline(metrics=metrics, progress=False)
+    row = {"id": "fuzz", "question": question, "answer": answer, "contexts": contexts, "reference": reference}
+
+    async def run() -> Any:
+        return await pipeline.evaluate([row])
+
+    [record] = bounded(run(), 30)
+    where = f"schema replies, seed {seed}: q={question!r} a={answer!r} c={contexts!r} r={reference!r}"
+    if has_surrogate(question, answer, contexts, reference):
+        check_bad_row(record, where)
+        return
+    check_record(record, [m.name for m in metrics], where)
+
+
+def test_metrics_survive_any_schema_valid_reply_to_hostile_text(
+    schema_server: FakeLLMServer, keys: None
+) -> None:
+    with overall_bound(40):
+        _fuzz_schema_replies(schema_server)
+
+
 # -- 4. the CLI --------------------------------------------------------------------------------------
 
 CLI_METRICS = (
