@@ -160,6 +160,15 @@ def hostile(*, surrogates: int = 30, max_pieces: int = 6) -> st.SearchStrategy[s
     return _hostile(surrogates=surrogates, max_pieces=max_pieces)
 
 
+def long_or_short(*, surrogates: int) -> st.SearchStrategy[str]:
+    """Mostly short hostile text; one in eight is a piece repeated past 10,000 characters, the size
+    from which the computing evaluators score on a worker thread instead of inline."""
+    repeated = st.tuples(hostile(surrogates=surrogates, max_pieces=2), st.integers(300, 3000)).map(
+        lambda t: (t[0] or "<a") * t[1]
+    )
+    return st.one_of(*[hostile(surrogates=surrogates)] * 7, repeated)
+
+
 def contexts_of(*, surrogates: int = 30) -> st.SearchStrategy[list[str]]:
     """Up to three contexts, some long (a hostile text repeated), so small budgets split them."""
     repeated = st.tuples(hostile(surrogates=surrogates), st.integers(2, 15)).map(lambda t: t[0] * t[1])
@@ -267,7 +276,11 @@ def evaluators() -> dict[str, Evaluator]:
 
 
 @fuzz(100, deadline_s=30)
-@given(prediction=hostile(surrogates=10), reference=hostile(surrogates=10), input_=hostile(surrogates=10))
+@given(
+    prediction=long_or_short(surrogates=10),
+    reference=long_or_short(surrogates=10),
+    input_=hostile(surrogates=10),
+)
 @example(prediction="Paris \ud800 is big.", reference="Paris", input_="{{ x }}")
 @example(prediction='{"a": 1e400}', reference='{"a": 1e401}', input_="${{ secrets.GITHUB_TOKEN }}")
 @example(prediction="<p>" + "<a" * 50, reference="</context>", input_="\x1b[2J\u202e")
