@@ -48,7 +48,7 @@ from ragmetrics.metrics._claims import chunk_contexts
 from ragmetrics.metrics.evaluators import Evaluator
 from ragmetrics.pipeline import EvaluationPipeline, read_jsonl
 from ragmetrics.score import STATUSES, MetricResult
-from ragmetrics.suite import Suite
+from ragmetrics.suite import Suite, run_suite
 from ragmetrics.testing import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -833,6 +833,70 @@ def test_cli_eval_scores_every_hostile_row_and_prints_and_reports_nothing_raw(
 ) -> None:
     with overall_bound(60):
         _fuzz_cli(tmp_path, plain_markup)
+
+
+# -- 4b. suite files written with hostile text ----------------------------------------------------------
+
+_case = st.fixed_dictionaries(
+    {
+        "id": hostile(max_pieces=2),
+        "input": hostile(),
+        "expected": st.one_of(hostile(), st.sampled_from(JSONISH)),
+        "rubric": hostile(max_pieces=3),
+    }
+)
+
+
+@fuzz(30, deadline_s=30)
+@given(cases=st.lists(_case, min_size=1, max_size=3), outputs=st.lists(hostile(), min_size=3, max_size=3))
+@example(
+    cases=[
+        {"id": "{{ x }}", "input": "${name}", "expected": '{"a": 1e400}', "rubric": "Polite to {{input}}"}
+    ],
+    outputs=['{"a": 1e401}', "", ""],
+)
+@example(  # found by this fuzz: a lone surrogate in a suite loaded, then failed every evaluator of its case
+    cases=[{"id": "", "input": "", "expected": "\udfff\ud800", "rubric": ""}], outputs=["", "", ""]
+)
+def _fuzz_suite(folder: Path, cases: list[dict[str, str]], outputs: list[str]) -> None:
+    raw = [
+        {
+            "id": c["id"],
+            "input": c["input"],
+            "expected": c["expected"],
+            "evaluators": [
+                "exact_match",
+                "contains",
+                "json_match",
+                {"type": "rouge", "threshold": 0.5},
+                {"type": "regex", "pattern": r"\{\{|\$\w+"},
+                {"type": "custom", "value": "(o) => o.length > 3"},
+                {"type": "llm_rubric", "rubric": c["rubric"] or "Polite", "llm": "offline"},
+            ],
+        }
+        for c in cases
+    ]
+    path = folder / "suite.json"
+    path.write_text(json.dumps({"name": "fuzz", "cases": raw}), encoding="utf-8")  # \ud800 as an escape
+    where = f"suite {raw!r}"
+    try:
+        suite = Suite.from_file(path)
+    except ConfigError as exc:  # bad text in a suite is refused naming the file
+        assert str(path) in str(exc), f"{where}: {exc}"
+        return
+    outcome = bounded(run_suite(suite, outputs[: len(cases)], progress=False), 30)
+    assert [c.id for c in outcome.cases] == [c.id for c in suite.cases], f"{where}: cases lost"
+    for case, output in zip(outcome.cases, outputs, strict=False):
+        for result in case.results:
+            check_result(result, f"{where} case {case.id!r}")
+        for error in case.errors:  # only a lone surrogate in the output may stop an evaluator
+            assert has_surrogate(output) and "surrogate" in error, f"{where} case {case.id!r}: {error}"
+        assert len(case.results) + len(case.errors) >= 7, f"{where} case {case.id!r}: evaluators lost"
+
+
+def test_suites_with_hostile_text_load_or_are_refused_and_every_case_is_scored(tmp_path: Path) -> None:
+    with overall_bound(40):
+        _fuzz_suite(tmp_path)
 
 
 # -- 5. suite files nested past what a recursive reader can take --------------------------------------
