@@ -5,10 +5,13 @@ Random unicode (lone surrogates, C0/C1 controls, ESC sequences, bidi overrides, 
 (``</context>``, ``</contexts>``, ``<claim>``, CDATA, comments) and JSON-looking text go through:
 
 - every classic evaluator, built by ``make_evaluator`` (custom: a trivial JavaScript function and a
-  Python callable);
+  Python callable), with inputs long enough to be scored on a worker thread now and then;
 - the three RAG metrics on the offline judge, and through ``FakeLLMServer`` with the real openai SDK
-  (and, on fewer examples, the anthropic one), checking the wire text of every request;
-- ``ragmetrics eval`` in-process on a JSONL file holding those strings.
+  (and, on fewer examples, the anthropic one), checking the wire text of every request, contexts
+  split into chunks included; llm_judge, llm_rubric and g_eval the same way; all of them against a
+  server that answers any instance valid under the request's schema;
+- ``ragmetrics eval`` in-process on a JSONL file holding those strings (stdout, stderr, records and
+  the HTML report checked), and suite files holding them (loaded, or refused naming the file).
 
 Every input must come back as a score in [0, 1] or a status with a message (a lone surrogate may
 instead raise ``InvalidInputError`` naming its field, as documented for direct calls; in a batch it is
