@@ -18,7 +18,7 @@ instead raise ``InvalidInputError`` naming its field, as documented for direct c
 a record's status), never NaN, and within its cap. On the wire, each request's user text must be
 exactly the prompt file with the escaped sample text in its block, once, and nothing else.
 
-CI runs a fixed, derandomized set of examples (about 30 s for the file). ``RAGMETRICS_FUZZ=deep``
+CI runs a fixed, derandomized set of examples (about 45 s for the file). ``RAGMETRICS_FUZZ=deep``
 runs 20 times as many random examples (``RAGMETRICS_FUZZ_SCALE=N`` picks the factor); a failure prints
 the example to add here as an ``@example``.
 """
