@@ -243,9 +243,12 @@ class CustomEvaluator(Evaluator):
         elif outcome.kind == "unusable":
             message = f"custom: the function's result cannot be used: {first}"
         elif outcome.kind == "crashed":
+            # QuickJS crashes on some paths when a script reaches its memory limit (building the error's
+            # backtrace) and in JSON.stringify of a value nested ~100,000 deep
             message = (
-                f"custom: the JavaScript crashed its sandbox process ({first}); the process was replaced "
-                "and the run goes on"
+                f"custom: the JavaScript crashed its sandbox process ({first}; QuickJS does this on some "
+                f"out-of-memory paths near the {self.memory_limit_mb} MB limit and on very deep values); "
+                "the process was replaced and the run goes on"
             )
         elif outcome.kind == "internal":
             message = f"custom: the JavaScript sandbox failed: {first}"

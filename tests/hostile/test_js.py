@@ -144,6 +144,25 @@ asyncio.run(main())
     assert again["score"] == 1.0 and again["details"]["details"] == "fresh process"
 
 
+def test_quickjs_crashing_at_its_memory_limit_ends_only_the_sandbox_process():
+    # at some limits QuickJS segfaults while building the out-of-memory error's backtrace; in the host
+    # process that killed the interpreter on the second of these runs
+    out = probe("""
+async def main():
+    bomb = "(o) => { const a = []; while (true) { a.push('x'.repeat(1000) + a.length) } }"
+    runs = [await timed(CustomEvaluator(bomb, memory_limit_mb=mb)) for mb in range(28, 40) for _ in range(2)]
+    print(json.dumps(runs))
+asyncio.run(main())
+""")
+    assert len(out) == 24
+    for run in out:
+        assert run["status"] == "invalid_input" and run["score"] is None
+        assert (
+            "MB memory limit" in run["message"]
+            or "crashed its sandbox process (killed by SIGSEGV" in run["message"]
+        )
+
+
 def test_memory_cap_refuses_a_gigabyte_and_the_sandbox_has_an_address_space_limit():
     out = probe("""
 async def main():

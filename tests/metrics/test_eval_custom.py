@@ -140,7 +140,12 @@ async def test_javascript_memory_cap():
         started = time.perf_counter()
         result = await CustomEvaluator(source).evaluate("x")
         assert time.perf_counter() - started < 30  # it stops; the memory message below says why
-        assert result.score is None and "64 MB memory limit" in (result.message or ""), source
+        assert result.score is None and result.status == "invalid_input", source
+        # QuickJS itself sometimes crashes when a script reaches the limit (building the out-of-memory
+        # error's backtrace; a few percent of runs of the first script): that took the whole host down
+        # before, and is now a crash of the sandbox process, reported as such
+        message = result.message or ""
+        assert "64 MB memory limit" in message or "crashed its sandbox process" in message, source
     # the same allocation fits under a larger cap
     fits = await CustomEvaluator(
         "(o) => new ArrayBuffer(100 * 1024 * 1024).byteLength > 0", memory_limit_mb=256
