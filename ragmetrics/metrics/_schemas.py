@@ -243,7 +243,7 @@ class ClaimVerification(LeanSchema):
         return self
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def verification_model(n_claims: int, n_contexts: int) -> type[ClaimVerification]:
     """The verification schema for ``n_claims`` claims judged against ``n_contexts`` contexts."""
     return type(

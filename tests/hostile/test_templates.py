@@ -32,6 +32,9 @@ PAYLOADS = {
     "vue": "{{ message }}",
     "jinja_comment": "{# a comment #}",
     "expansion": "{{ 'A' * 10000000 }}",
+    # our own renderer (string.Template, one pass) and str.format-style slots: guards, not regressions
+    "dollar_slots": "$question ${answer} $contexts $$ $",
+    "format_slots": "{answer} {0} %s %(claims)s {{output}}",
 }
 
 

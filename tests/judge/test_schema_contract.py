@@ -269,3 +269,11 @@ def test_a_forced_form_the_server_refuses_fails_at_once_with_a_hint(llama_cpp: F
     assert "does not accept mode='json_schema'" in (result.message or "")
     assert "json_object_schema" in (result.message or "")
     assert llama_cpp.calls.total() == 1, "not retried: the same form would be refused again"
+
+
+def test_llama_cpp_dialect_takes_the_strict_named_tool_first(llama_cpp: FakeLLMServer) -> None:
+    metric = FaithfulnessMetric(llm=f"openai:smollm2@{llama_cpp.openai_base_url}", cache=False, **FAST)
+    result = metric.evaluate_sync(question=Q, answer=A, contexts=CONTEXTS)
+    assert result.status == "ok" and result.usage.calls == 2, result.message
+    assert [r.mode for r in llama_cpp.requests] == ["tools", "tools"]
+    assert all(r.body["tools"][0]["function"]["strict"] is True for r in llama_cpp.requests)
