@@ -36,10 +36,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ragmetrics.errors import ConfigError, RagMetricsError, shorten
+from ragmetrics.errors import ConfigError, InvalidInputError, RagMetricsError, shorten
 from ragmetrics.eval import PRIMARY_OPTION, make_evaluator
 from ragmetrics.metrics.evaluators import Evaluator
 from ragmetrics.metrics.rubric import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
+from ragmetrics.sample import check_text
 from ragmetrics.score import MetricResult, Usage
 
 __all__ = ["Case", "CaseOutcome", "Check", "Suite", "SuiteOutcome", "run_suite"]
@@ -204,6 +205,7 @@ class Suite:
             "llm": llm if llm is not None else data.get("llm"),
             "embeddings": embeddings if embeddings is not None else data.get("embeddings"),
         }
+        _check_strings({k: v for k, v in data.items() if k != "cases"}, source)
         built = [_case(raw, f"{source}: cases[{i}]", defaults) for i, raw in enumerate(cases)]
         for field_name in ("name", "description"):
             if field_name in data and not isinstance(data[field_name], str):
@@ -247,9 +249,26 @@ def _check(raw: Any, where: str, defaults: Mapping[str, Any]) -> Check:
     return Check(evaluator=evaluator, value=value)
 
 
+def _check_strings(value: Any, where: str) -> None:
+    """Refuse a lone surrogate in any string of ``value`` (keys too): it could never be scored or written."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            try:
+                check_text(item, path.lstrip(".") or "value")
+            except InvalidInputError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        elif isinstance(item, Mapping):
+            stack += [(k, f"{path} (a key)") for k in item] + [(v, f"{path}.{k}") for k, v in item.items()]
+        elif isinstance(item, list):
+            stack += [(v, f"{path}[{i}]") for i, v in enumerate(item)]
+
+
 def _case(raw: Any, where: str, defaults: Mapping[str, Any]) -> Case:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: a case must be a mapping, got {type(raw).__name__}")
+    _check_strings(raw, where)
     unknown = sorted(set(raw) - _CASE_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {unknown}; known: {sorted(_CASE_KEYS)}")
