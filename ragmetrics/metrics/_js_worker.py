@@ -62,7 +62,8 @@ globalThis.__rm_result = null;
   function describe(e) {
     try { return (e && e.stack) ? String(e) + "\n" + e.stack : String(e); } catch (_) {}
     try { if (e instanceof InternalError) return "InternalError: " + e.message; } catch (_) {}
-    return "an error";
+    // describing it failed too: at the memory cap even building the message string can fail
+    return "an error that could not be described (likely out of memory)";
   }
   // A plain, JSON-ready copy of what the function returned: depth-limited (JSON.stringify of a deeply
   // nested value overflows QuickJS's native stack), cycle-checked, strings made well-formed.
