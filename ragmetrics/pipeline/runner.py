@@ -324,6 +324,7 @@ class EvaluationPipeline:
             asyncio.create_task(self._worker(rows, out, state, estimator)) for _ in range(self.concurrency)
         ]
         closer = asyncio.create_task(self._close_when_done(workers, out))
+        beat = asyncio.create_task(self._heartbeat(state))
         ids = DuplicateIds()
         await self._emit(PipelineEvent(kind="start", done=0, total=total, stats=state.stats()))
         finished = False
@@ -345,14 +346,27 @@ class EvaluationPipeline:
                 yield record
             finished = True
         finally:
-            for task in (*workers, closer):
+            for task in (*workers, closer, beat):
                 task.cancel()
-            await asyncio.gather(*workers, closer, return_exceptions=True)
+            await asyncio.gather(*workers, closer, beat, return_exceptions=True)
             state.progress.close()
             await asyncio.shield(self._close_judges(judges))
         if finished:
             ids.warn()
             await self._emit(PipelineEvent(kind="end", done=state.done, total=total, stats=state.stats()))
+
+    @staticmethod
+    async def _heartbeat(state: RunState) -> None:
+        """Offer the progress bar a redraw every second, so a log gets its steady line during a stall too.
+
+        The bar decides whether to draw (every ``log_interval_s`` in a log), so this costs nothing
+        between its lines; records finishing redraw it as before.
+        """
+        if not state.progress.enabled:
+            return
+        while True:
+            await asyncio.sleep(1.0)
+            state.tick()
 
     @staticmethod
     async def _close_judges(judges: Sequence[CachingJudge]) -> None:

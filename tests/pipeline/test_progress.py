@@ -73,3 +73,25 @@ def test_a_jupyter_kernel_gets_a_line_redrawn_with_carriage_returns_only() -> No
     assert proc.stdout.strip() == b"notebook"
     assert proc.stderr.count(b"\r") >= 4 and b"\x1b" not in proc.stderr
     assert proc.stderr.endswith(b"\n") and proc.stderr.count(b"\n") == 1 and b"4/4 |" in proc.stderr
+
+
+STALL = """
+import os
+from ragmetrics import EvaluationPipeline, RelevancyMetric
+from ragmetrics.testing import FakeLLMServer
+os.environ["OPENAI_API_KEY"] = "sk-test"
+with FakeLLMServer() as srv:
+    srv.latency = 12.0  # one call that takes longer than the 10 s between log lines
+    metric = RelevancyMetric(llm=f"openai:gpt-4o-mini@{srv.openai_base_url}", cache=False)
+    EvaluationPipeline(metrics=[metric], progress=True).run(
+        [{"question": "What is the capital of France?", "answer": "Paris is the capital of France."}]
+    )
+"""
+
+
+def test_a_log_gets_its_steady_line_while_every_sample_is_stalled() -> None:
+    proc = subprocess.run([sys.executable, "-c", STALL], capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.split(b"\n") if b"|" in line]
+    assert lines[0].startswith(b"0/1 |"), proc.stderr  # printed during the stall, before any record
+    assert lines[-1].startswith(b"1/1 |") and b"\r" not in proc.stderr
