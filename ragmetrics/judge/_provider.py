@@ -38,7 +38,7 @@ from ragmetrics.judge.limits import AdaptiveLimiter, RateLimiter
 from ragmetrics.judge.pricing import PriceTable, cost_usd, load_prices
 from ragmetrics.judge.retry import Failure, RetryPolicy, TransientFailure, WaitRetryAfterOrBackoff
 from ragmetrics.score import JudgeInfo, Usage
-from ragmetrics.settings import JudgeSettings
+from ragmetrics.settings import JudgeSettings, api_key_for
 
 __all__ = ["CallOutcome", "ProviderJudge"]
 
@@ -124,6 +124,32 @@ class ProviderJudge(ABC):
             weakref.WeakKeyDictionary()
         )
         """Per event loop: the SDK client and whether this judge closes it."""
+
+    def _take_key(self, api_key: str | None, *, require_key: bool) -> bool:
+        """Take the API key: a user's client's (kept only to redact it), the one given, or the environment's.
+
+        Returns:
+            Whether the key was checked now; False for a user's client, and for ``require_key=False``
+            (estimates, which call nothing), where :meth:`_key` checks it at the first call.
+
+        Raises:
+            ConfigError: No key, naming the variable to set.
+        """
+        self._given_key = api_key
+        self._api_key: str | None = None
+        if self._user_client is not None:
+            self._api_key = str(getattr(self._user_client, "api_key", "") or "")
+            return False
+        if require_key:
+            self._api_key = api_key_for(self.settings, api_key)
+            return True
+        return False
+
+    def _key(self) -> str:
+        """The API key for a client this judge builds (read now if it was deferred)."""
+        if self._api_key is None:
+            self._api_key = api_key_for(self.settings, self._given_key)
+        return self._api_key
 
     # -- subclass hooks -------------------------------------------------------------------------
     @abstractmethod

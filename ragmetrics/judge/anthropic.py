@@ -22,7 +22,7 @@ from ragmetrics.judge._instructor import classify_call_error, prepared, reask_po
 from ragmetrics.judge._provider import CallOutcome, ProviderJudge
 from ragmetrics.judge.base import JudgeRequest
 from ragmetrics.judge.retry import Failure
-from ragmetrics.settings import JudgeSettings, api_key_for, aws_region, bedrock_token_set, vertex_location
+from ragmetrics.settings import JudgeSettings, aws_region, bedrock_token_set, vertex_location
 
 __all__ = ["AnthropicJudge"]
 
@@ -60,16 +60,8 @@ class AnthropicJudge(ProviderJudge):
         self, settings: JudgeSettings, *, api_key: str | None = None, require_key: bool = True, **kwargs: Any
     ) -> None:
         super().__init__(settings, **kwargs)
-        self._given_key = api_key
-        if self._user_client is not None:
-            self._api_key: str | None = str(
-                getattr(self._user_client, "api_key", "") or ""
-            )  # only to redact it
-        elif require_key:
-            self._api_key = api_key_for(settings, api_key)  # raises ConfigError naming the variable
+        if self._take_key(api_key, require_key=require_key):  # an estimate's cloud region waits too
             self._check_cloud()
-        else:  # an estimate calls nothing: the key (and the cloud's region) are checked at the first call
-            self._api_key = None
         if not sdk_takes_temperature():  # the model's own default applies; say so rather than claim 0
             self.info = self.info.model_copy(update={"temperature": None})
 
@@ -110,8 +102,7 @@ class AnthropicJudge(ProviderJudge):
     def _make_client(self) -> Any:
         import anthropic
 
-        if self._api_key is None:
-            self._api_key = api_key_for(self.settings, self._given_key)
+        self._key()
         common: dict[str, Any] = {
             "base_url": self.settings.base_url,
             "max_retries": 0,

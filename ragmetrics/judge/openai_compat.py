@@ -30,7 +30,7 @@ from ragmetrics.judge._provider import CallOutcome, ProviderJudge
 from ragmetrics.judge._wire_forms import FORMS, next_form, wire_body
 from ragmetrics.judge.base import JudgeRequest
 from ragmetrics.judge.retry import Failure
-from ragmetrics.settings import KEY_VARIABLES, JudgeSettings, api_key_for, azure_api_version
+from ragmetrics.settings import KEY_VARIABLES, JudgeSettings, azure_api_version
 
 __all__ = ["OpenAIJudge"]
 
@@ -42,15 +42,7 @@ class OpenAIJudge(ProviderJudge):
         self, settings: JudgeSettings, *, api_key: str | None = None, require_key: bool = True, **kwargs: Any
     ) -> None:
         super().__init__(settings, **kwargs)
-        self._given_key = api_key
-        if self._user_client is not None:
-            self._api_key: str | None = str(
-                getattr(self._user_client, "api_key", "") or ""
-            )  # only to redact it
-        elif require_key:
-            self._api_key = api_key_for(settings, api_key)  # raises ConfigError naming the variable
-        else:  # an estimate calls nothing: the key is checked at the first call
-            self._api_key = None
+        self._take_key(api_key, require_key=require_key)
         self._mode: str = "tools" if settings.mode == "auto" else settings.mode
         """The wire form of the next call: forced, or what auto found this judge's server to accept
         (a judge talks to one server; metrics and pipelines with equal judge settings share a judge)."""
@@ -61,10 +53,8 @@ class OpenAIJudge(ProviderJudge):
     def _make_client(self) -> Any:
         import openai
 
-        if self._api_key is None:
-            self._api_key = api_key_for(self.settings, self._given_key)
         common: dict[str, Any] = {
-            "api_key": self._api_key,
+            "api_key": self._key(),
             "max_retries": 0,
             "timeout": self.settings.timeout_s,
             "http_client": self._http_client(openai),
