@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 # Importing the fixture registers it (the way ragmetrics.testing documents for users' conftest.py files).
-from ragmetrics.testing import fake_llm_server  # noqa: F401
+from ragmetrics.testing import FakeLLMServer, fake_llm_server  # noqa: F401
 
 _PROVIDER_VARIABLES = (
     "OPENAI_API_KEY",
@@ -54,3 +56,21 @@ def dummy_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 def openai_spec(fake_llm_server, dummy_keys) -> str:  # noqa: F811 - pytest injects the imported fixture
     """A judge spec for the OpenAI-compatible fake server."""
     return f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeLLMServer]:
+    """A fake server answering with the pipeline tests' cheap deterministic judge (modules may override)."""
+    from tests.pipeline.test_runner import answer
+
+    with FakeLLMServer(answer=answer) as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
+    """``server``, reset around the test, with a dummy OpenAI key set."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    server.reset()
+    yield server
+    server.reset()

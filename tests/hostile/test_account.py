@@ -4,8 +4,6 @@ metrics that let a judge failure escape. None may make a summary report less tha
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from ragmetrics.errors import JudgeError
@@ -15,23 +13,9 @@ from ragmetrics.metrics._claims import extract_request
 from ragmetrics.pipeline import EvaluationPipeline
 from ragmetrics.sample import Sample
 from ragmetrics.testing import FakeLLMServer, FakeReply
-from tests.pipeline.test_runner import answer, rows, three
+from tests.pipeline.test_runner import rows, three
 
 FAST = {"backoff_initial_s": 0.0, "backoff_max_s": 0.0}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer(answer=answer) as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
-    server.reset()
-    yield server
-    server.reset()
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,24 +24,10 @@ from ragmetrics.pipeline import EvaluationPipeline
 from ragmetrics.sample import Sample
 from ragmetrics.score import Usage
 from ragmetrics.testing import FakeLLMServer, FakeReply
-from tests.pipeline.test_runner import answer, rows, three
+from tests.pipeline.test_runner import rows, three
 
 MODEL = "gpt-4o-mini"  # in the bundled price table, so every token has a price
 FAST = {"backoff_initial_s": 0.0, "backoff_max_s": 0.0}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer(answer=answer) as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
-    server.reset()
-    yield server
-    server.reset()
 
 
 def spec(srv: FakeLLMServer) -> str:

@@ -7,9 +7,9 @@ from pathlib import Path
 from ragmetrics.pipeline import EvaluationPipeline
 from ragmetrics.report import render_html
 from ragmetrics.testing import FakeLLMServer
-from tests.pipeline.test_runner import rows, server, spec, srv, three
+from tests.pipeline.test_runner import rows, spec, three
 
-__all__ = ["server", "spec", "srv"]  # fixtures, imported for pytest
+__all__ = ["spec"]  # a fixture, imported for pytest (server and srv come from tests/conftest.py)
 
 
 async def test_a_first_run_over_an_empty_cache_has_no_hits_only_shared_calls(

@@ -11,7 +11,6 @@ import asyncio
 import io
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,20 +101,6 @@ def three(spec: str, cache: Path | bool, **opts: Any) -> list[Any]:
         RelevancyMetric(llm=spec, cache=cache, **opts),
         GroundednessMetric(llm=spec, cache=cache, **opts),
     ]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer(answer=answer) as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
-    server.reset()
-    yield server
-    server.reset()
 
 
 @pytest.fixture
