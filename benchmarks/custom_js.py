@@ -31,9 +31,9 @@ from typing import Any
 
 import quickjs
 
-from ragmetrics.eval import CustomEvaluator
-from ragmetrics.metrics._js_pool import POOL_SIZE, JsPool
-from ragmetrics.metrics._js_worker import HARNESS
+from ragmetrics.metrics.evaluators._js_pool import POOL_SIZE, JsPool
+from ragmetrics.metrics.evaluators._js_worker import HARNESS
+from ragmetrics.metrics.evaluators.factory import CustomEvaluator
 
 SOURCE = "(output) => ({score: output.split('\\n').length <= 3 ? 1 : 0, details: 'At most three lines'})"
 OUTPUT = "one\ntwo"

@@ -35,9 +35,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragmetrics.eval import make_evaluator
-from ragmetrics.metrics.overlap import bleu_score, bleu_tokens, rouge_l
-from ragmetrics.metrics.text import levenshtein_similarity, token_f1
+from ragmetrics.metrics.evaluators.factory import make_evaluator
+from ragmetrics.metrics.evaluators.overlap import bleu_score, bleu_tokens, rouge_l
+from ragmetrics.metrics.evaluators.text import levenshtein_similarity, token_f1
 
 WORDS = (
     "the a of to and in is that it for on was with as by at this be from are or have not an they which "

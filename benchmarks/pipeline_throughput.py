@@ -216,8 +216,8 @@ async def sdk_floor(srv: ServerProcess, n: int, concurrency: int) -> float:
     """Calls/s of the bare openai SDK (tool call + pydantic validation, no instructor) on this server."""
     from openai import AsyncOpenAI
 
-    from ragmetrics.metrics._claims import extract_request
-    from ragmetrics.metrics._schemas import ClaimExtraction
+    from ragmetrics.metrics.claims.engine import extract_request
+    from ragmetrics.metrics.claims.schemas import ClaimExtraction
     from ragmetrics.sample import Sample
 
     request = extract_request(Sample(question="What is item 1?", answer="Item 1 is blue. It weighs 1 kg."))
@@ -329,8 +329,8 @@ def use_direct_sdk_calls() -> None:
     """
     import functools
 
-    from ragmetrics.judge._provider import CallOutcome
-    from ragmetrics.judge.openai_compat import OpenAIJudge
+    from ragmetrics.judge.providers._provider import CallOutcome
+    from ragmetrics.judge.providers.openai_compat import OpenAIJudge
 
     @functools.cache
     def tool(model: Any) -> dict[str, Any]:

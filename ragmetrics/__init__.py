@@ -34,13 +34,13 @@ from ragmetrics.errors import (
 
 _LAZY: dict[str, str] = {
     # metrics
-    "FaithfulnessMetric": "ragmetrics.metrics.faithfulness",
-    "GroundednessMetric": "ragmetrics.metrics.groundedness",
-    "RelevancyMetric": "ragmetrics.metrics.relevancy",
+    "FaithfulnessMetric": "ragmetrics.metrics.claims.faithfulness",
+    "GroundednessMetric": "ragmetrics.metrics.claims.groundedness",
+    "RelevancyMetric": "ragmetrics.metrics.claims.relevancy",
     "BUILTIN_METRICS": "ragmetrics.metrics",
     # evaluators
     **{
-        name: "ragmetrics.eval"
+        name: "ragmetrics.metrics.evaluators.factory"
         for name in (
             "BleuEvaluator",
             "ContainsEvaluator",
@@ -79,17 +79,17 @@ _LAZY: dict[str, str] = {
     "evaluate": "ragmetrics.pipeline.one_call",
     "evaluate_sync": "ragmetrics.pipeline.one_call",
     # eval cases and regressions
-    "eval_case": "ragmetrics.cases",
-    "EvalCaseMeta": "ragmetrics.cases",
-    "CaseResult": "ragmetrics.case_result",
-    "EvalRegression": "ragmetrics.pipeline.snapshot",
-    "Snapshot": "ragmetrics.pipeline.snapshot",
-    "Diff": "ragmetrics.pipeline.snapshot",
-    "Delta": "ragmetrics.pipeline.snapshot",
+    "eval_case": "ragmetrics.regression.cases",
+    "EvalCaseMeta": "ragmetrics.regression.cases",
+    "CaseResult": "ragmetrics.regression.case_result",
+    "EvalRegression": "ragmetrics.regression.snapshot",
+    "Snapshot": "ragmetrics.regression.snapshot",
+    "Diff": "ragmetrics.regression.snapshot",
+    "Delta": "ragmetrics.regression.snapshot",
     # suites
-    "Case": "ragmetrics.suite",
-    "Suite": "ragmetrics.suite",
-    "run_suite": "ragmetrics.suite",
+    "Case": "ragmetrics.regression.suite",
+    "Suite": "ragmetrics.regression.suite",
+    "run_suite": "ragmetrics.regression.suite",
 }
 _ALIASES = {"EvalResult": ("ragmetrics.score", "MetricResult")}
 
@@ -176,9 +176,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from ragmetrics.case_result import CaseResult
-    from ragmetrics.cases import EvalCaseMeta, eval_case
-    from ragmetrics.eval import (
+    from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, resolve_judge
+    from ragmetrics.metrics import BUILTIN_METRICS
+    from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
+    from ragmetrics.metrics.claims.groundedness import GroundednessMetric
+    from ragmetrics.metrics.claims.relevancy import RelevancyMetric
+    from ragmetrics.metrics.evaluators.factory import (
         BleuEvaluator,
         ContainsEvaluator,
         CosineSimilarityEvaluator,
@@ -198,15 +201,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         RougeEvaluator,
         make_evaluator,
     )
-    from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, resolve_judge
-    from ragmetrics.metrics import BUILTIN_METRICS
-    from ragmetrics.metrics.faithfulness import FaithfulnessMetric
-    from ragmetrics.metrics.groundedness import GroundednessMetric
-    from ragmetrics.metrics.relevancy import RelevancyMetric
     from ragmetrics.pipeline import EvaluationPipeline, EvaluationResult, Report
     from ragmetrics.pipeline.one_call import evaluate, evaluate_sync
-    from ragmetrics.pipeline.snapshot import Delta, Diff, EvalRegression, Snapshot
+    from ragmetrics.regression.case_result import CaseResult
+    from ragmetrics.regression.cases import EvalCaseMeta, eval_case
+    from ragmetrics.regression.snapshot import Delta, Diff, EvalRegression, Snapshot
+    from ragmetrics.regression.suite import Case, Suite, run_suite
     from ragmetrics.sample import Sample
     from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult, Usage
     from ragmetrics.score import MetricResult as EvalResult
-    from ragmetrics.suite import Case, Suite, run_suite

@@ -23,7 +23,7 @@ snapshot NAME and prints the comparison; with ``--ragmetrics-fail-on-regression`
 summary and ``--junitxml`` agree). ``--ragmetrics-alpha``, ``--ragmetrics-regression-threshold``,
 ``--ragmetrics-snapshot-dir`` and ``--ragmetrics-warm-latency`` mean what ``--alpha``,
 ``--regression-threshold``, ``--snapshot-dir`` and ``--warm-latency`` mean there; the comparison is
-the same function (:func:`ragmetrics.pipeline.case_gate.gate_run`).
+the same function (:func:`ragmetrics.regression.case_gate.gate_run`).
 
 Importing this module is cheap: ragmetrics' case machinery is imported only once an eval file is met.
 """
@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ragmetrics.case_result import CaseResult
-    from ragmetrics.cases import EvalCase
+    from ragmetrics.regression.case_result import CaseResult
+    from ragmetrics.regression.cases import EvalCase
 
 __all__ = ["EvalCaseFailure", "EvalCaseItem", "RegressionGateItem"]
 
-# Same as ragmetrics.cases.EVAL_FILE_PATTERNS (a test keeps them equal); not imported from there so
+# Same as ragmetrics.regression.cases.EVAL_FILE_PATTERNS (a test keeps them equal); not imported from there so
 # that loading the plugin in every pytest run does not import pydantic.
 _EVAL_FILE_PATTERNS = ("eval_*.py", "*_eval.py")
 _MODES = ("explicit", "always", "never")
@@ -159,8 +159,8 @@ def _load_baseline(config: pytest.Config) -> Any:
             )
         return None
     from ragmetrics.errors import SnapshotError
-    from ragmetrics.pipeline.case_gate import known_metrics
-    from ragmetrics.pipeline.snapshot import EvalRegression
+    from ragmetrics.regression.case_gate import known_metrics
+    from ragmetrics.regression.snapshot import EvalRegression
 
     store = EvalRegression(Path(config.invocation_params.dir) / config.getoption("ragmetrics_snapshot_dir"))
     try:
@@ -187,8 +187,8 @@ def _load_baseline(config: pytest.Config) -> Any:
 def _gate(config: pytest.Config) -> Any:
     """The comparison of this session's eval case results with the baseline (computed once)."""
     if config.stash[_GATE] is None:
-        from ragmetrics.pipeline.case_gate import gate_run
-        from ragmetrics.pipeline.snapshot import Snapshot
+        from ragmetrics.regression.case_gate import gate_run
+        from ragmetrics.regression.snapshot import Snapshot
 
         results: list[CaseResult] = config.stash[_RESULTS]
         current = Snapshot.from_results(config.getoption("ragmetrics_save") or "current", results)
@@ -216,7 +216,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     results = config.stash.get(_RESULTS, [])
     if not name or not results:
         return
-    from ragmetrics.pipeline.snapshot import EvalRegression, Snapshot
+    from ragmetrics.regression.snapshot import EvalRegression, Snapshot
 
     store = EvalRegression(Path(config.invocation_params.dir) / config.getoption("ragmetrics_snapshot_dir"))
     store.save_snapshot(name, Snapshot.from_results(name, results))
@@ -274,7 +274,7 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
         return None
     if not _is_eval_file(collector.path) or not _enabled(collector.config, collector.path):
         return None
-    from ragmetrics.cases import EvalCase, EvalCaseMeta
+    from ragmetrics.regression.cases import EvalCase, EvalCaseMeta
 
     if not isinstance(meta, EvalCaseMeta) or getattr(obj, "__module__", None) != collector.module.__name__:
         return None
@@ -303,7 +303,7 @@ class EvalCaseItem(pytest.Item):
     def runtest(self) -> None:
         """Run the case as ``ragmetrics test`` does and fail with its reasons when it does not pass."""
         from ragmetrics._aio import run_sync
-        from ragmetrics.cases import run_case
+        from ragmetrics.regression.cases import run_case
 
         threshold = self.config.getoption("ragmetrics_threshold", None)
         warm = bool(self.config.getoption("ragmetrics_warm_latency", False))
@@ -341,7 +341,7 @@ class RegressionGateItem(pytest.Item):
 
     def runtest(self) -> None:
         """Compare this session's eval case results with the baseline; fail listing each regression."""
-        from ragmetrics.pipeline.render import regression_message
+        from ragmetrics.regression.render import regression_message
 
         gate = _gate(self.config)
         self.user_properties.append(("regressions", len(gate.regressions)))
@@ -371,7 +371,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     results = config.stash.get(_RESULTS, [])
     if not results:
         return
-    from ragmetrics.pipeline.render import render_case_table, render_diff
+    from ragmetrics.regression.render import render_case_table, render_diff
 
     terminalreporter.section("ragmetrics eval cases")
     terminalreporter.write(render_case_table(results, details=False))

@@ -15,7 +15,7 @@ What answers a request, first match wins:
 4. the default answer: ragmetrics' own prompts are answered by the offline judge. The response
    schema's name (tool, function or ``json_schema`` name, or the schema's title in JSON modes) names the
    task (``ClaimExtraction`` -> ``claims.extract``), the variables are read back from the rendered user
-   message, and ``ragmetrics.judge.offline.answer(task, variables)`` gives the JSON. A schema with no
+   message, and ``ragmetrics.judge.offline.judge.answer(task, variables)`` gives the JSON. A schema with no
    task and no script gets HTTP 400. Embeddings are hashed bags of words, deterministic and normalised.
 
 With ``FakeLLMServer(answer="schema")`` the default answer ignores the prompt and is an arbitrary
@@ -101,7 +101,7 @@ class FakeLLMServer(Serving):
         embedding_dim: Dimension of the embeddings (a request's ``dimensions`` overrides it).
         models: Model names listed by ``GET /v1/models``.
         answer: The default answerer: a function ``(task, variables) -> JSON object``,
-            ``"offline"`` (the default: ``ragmetrics.judge.offline.answer``), or ``"schema"`` (ignore
+            ``"offline"`` (the default: ``ragmetrics.judge.offline.judge.answer``), or ``"schema"`` (ignore
             the prompt, reply with an arbitrary instance of the request's JSON schema; see the
             module docstring).
         dialect: ``"openai"`` (the default), or ``"llama-cpp"`` to answer as llama-cpp-python's

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmetrics.case_result import judge_value
-from ragmetrics.cases import (
+from ragmetrics.errors import ConfigError
+from ragmetrics.regression.case_result import judge_value
+from ragmetrics.regression.cases import (
     EvalCase,
     EvalCaseMeta,
     collect_cases,
@@ -27,7 +28,6 @@ from ragmetrics.cases import (
     run_cases_sync,
     select_cases,
 )
-from ragmetrics.errors import ConfigError
 
 
 def make_case(func, name: str | None = None) -> EvalCase:
@@ -410,7 +410,7 @@ def test_concurrency_must_be_positive():
 # -- discovery -------------------------------------------------------------------------------------
 
 CASE_SOURCE = """
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case(min_score=0.5, tags=["{tag}"])
 def {name}():
@@ -464,7 +464,7 @@ def test_missing_paths_and_non_python_files_are_usage_errors(project):
 def test_a_module_that_fails_to_import_is_an_error_and_the_others_still_run(project):
     write(
         project / "evals" / "eval_broken.py",
-        "from ragmetrics.cases import eval_case\nimport not_a_module_xyz\n",
+        "from ragmetrics.regression.cases import eval_case\nimport not_a_module_xyz\n",
     )
     collection = collect_cases(["evals"])
     assert len(collection.cases) == 3
@@ -490,7 +490,7 @@ def test_neighbour_and_package_relative_imports_work(project):
     write(
         project / "flat" / "eval_flat.py",
         """
-        from ragmetrics.cases import eval_case
+        from ragmetrics.regression.cases import eval_case
         from shared_data import EXPECTED
 
         @eval_case
@@ -503,7 +503,7 @@ def test_neighbour_and_package_relative_imports_work(project):
     write(
         project / "pkg_evals" / "eval_pkg.py",
         """
-        from ragmetrics.cases import eval_case
+        from ragmetrics.regression.cases import eval_case
         from .helpers import SCORE
 
         @eval_case
@@ -519,7 +519,7 @@ def test_neighbour_and_package_relative_imports_work(project):
 def test_a_case_imported_from_another_module_is_collected_once(project):
     write(
         project / "evals" / "eval_reexport.py",
-        "from ragmetrics.cases import eval_case\nfrom eval_alpha import eval_one\n",
+        "from ragmetrics.regression.cases import eval_case\nfrom eval_alpha import eval_one\n",
     )
     ids = [c.id for c in collect_cases(["evals"]).cases]
     assert ids.count("evals/eval_alpha.py::eval_one") == 1

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ragmetrics.cli import main
+from ragmetrics.cli.app import main
 
 
 def test_quiet_prints_no_judge_banner(capsys: pytest.CaptureFixture[str]) -> None:

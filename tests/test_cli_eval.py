@@ -114,7 +114,7 @@ def test_estimate_against_openai_prices_without_a_server(monkeypatch):
 def test_help_is_fast_and_imports_no_provider_sdk():
     code = (
         "import sys, runpy; sys.argv=['ragmetrics', '--help'];\n"
-        "try:\n runpy.run_module('ragmetrics.cli', run_name='__main__')\nexcept SystemExit: pass\n"
+        "try:\n runpy.run_module('ragmetrics.cli.app', run_name='__main__')\nexcept SystemExit: pass\n"
         "print([m for m in ('openai', 'anthropic', 'instructor', 'pydantic') if m in sys.modules])"
     )
     started = time.perf_counter()

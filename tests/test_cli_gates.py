@@ -217,7 +217,7 @@ def test_test_command_passes_max_attempts_and_timeout_to_the_cases_judges(
 
 
 def test_the_flags_are_defaults_only_while_the_command_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragmetrics.cli import main
+    from ragmetrics.cli.app import main
 
     monkeypatch.setenv("RAGMETRICS_TIMEOUT_S", "7")
     assert main(["eval", "--example", "--judge", "offline", "--quiet", "--max-attempts", "2"]) == 0

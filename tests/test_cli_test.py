@@ -15,7 +15,7 @@ import pytest
 EVALS = """
 import asyncio
 import pathlib
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 pathlib.Path("ran.marker").write_text("the eval cases were imported")
 
@@ -34,7 +34,7 @@ def eval_untagged_bound():
 """
 
 FAILING = """
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case(min_score=0.9, max_cost_usd=0.01)
 def eval_too_low():
@@ -44,7 +44,7 @@ def eval_too_low():
 SAMPLED = """
 import os
 import random
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case
 def eval_sampled():
@@ -96,9 +96,9 @@ def test_help_is_fast_and_imports_nothing_heavy(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, ragmetrics.cli as c; c._build_parser(); "
-            "print(sorted(m for m in ('openai', 'instructor', 'anthropic', 'ragmetrics.cases', "
-            "'ragmetrics.pipeline.snapshot') if m in sys.modules))",
+            "import sys, ragmetrics.cli.app as c; c._build_parser(); "
+            "print(sorted(m for m in ('openai', 'instructor', 'anthropic', 'ragmetrics.regression.cases', "
+            "'ragmetrics.regression.snapshot') if m in sys.modules))",
         ],
         capture_output=True,
         text=True,
@@ -145,7 +145,11 @@ def test_a_failing_case_exits_one_and_says_which_bound_and_by_how_much(project):
 
 
 def test_an_import_error_is_reported_with_its_traceback_and_the_rest_still_run(project):
-    add(project, "eval_broken.py", "from ragmetrics.cases import eval_case\nraise RuntimeError('no index')\n")
+    add(
+        project,
+        "eval_broken.py",
+        "from ragmetrics.regression.cases import eval_case\nraise RuntimeError('no index')\n",
+    )
     out = ragmetrics(project, "test", "tests/evals")
     assert out.returncode == 1
     assert "tests/evals/eval_broken.py: ERROR" in out.stdout

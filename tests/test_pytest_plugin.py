@@ -8,13 +8,14 @@ import textwrap
 
 import pytest
 
-from ragmetrics import cases, pytest_plugin
+from ragmetrics import pytest_plugin
+from ragmetrics.regression import cases
 
 pytest_plugins = ["pytester"]
 
 EVALS = """
 import asyncio
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case(min_score=0.8, max_cost_usd=0.05, max_latency_ms=2000, tags=["qa", "rag"])
 async def eval_summarization():
@@ -129,7 +130,7 @@ def test_a_bare_run_leaves_eval_files_alone_unless_configured(evals):
 def test_ordinary_test_modules_are_untouched(evals):
     evals.makepyfile(
         test_mixed="""
-        from ragmetrics.cases import eval_case
+        from ragmetrics.regression.cases import eval_case
 
         @eval_case(min_score=0.99)
         def eval_helper_in_a_test_module():
@@ -147,7 +148,7 @@ def test_marked_test_functions_in_eval_files_are_collected_once(evals):
     (evals.path / "evals" / "eval_dupes.py").write_text(
         textwrap.dedent(
             """
-        from ragmetrics.cases import eval_case
+        from ragmetrics.regression.cases import eval_case
 
         @eval_case(min_score=0.5)
         def test_marked():
@@ -161,7 +162,7 @@ def test_marked_test_functions_in_eval_files_are_collected_once(evals):
     (evals.path / "evals" / "test_both_eval.py").write_text(
         textwrap.dedent(
             """
-        from ragmetrics.cases import eval_case
+        from ragmetrics.regression.cases import eval_case
 
         @eval_case(min_score=0.5)
         def eval_in_a_file_matching_both_patterns():
@@ -201,7 +202,7 @@ def test_bad_threshold_is_a_usage_error(evals):
 
 def test_an_eval_file_that_fails_to_import_is_a_collection_error(evals):
     (evals.path / "evals" / "eval_broken.py").write_text(
-        "from ragmetrics.cases import eval_case\nimport nope_xyz\n"
+        "from ragmetrics.regression.cases import eval_case\nimport nope_xyz\n"
     )
     result = evals.runpytest("evals", "-p", "no:asyncio")
     result.stdout.fnmatch_lines(["*ERROR collecting evals/eval_broken.py*"])
@@ -219,8 +220,8 @@ def test_loading_the_plugin_imports_no_case_machinery():
         [
             sys.executable,
             "-c",
-            "import sys, ragmetrics.pytest_plugin; print([m for m in ('ragmetrics.cases', "
-            "'ragmetrics.case_result', 'ragmetrics.pipeline.snapshot') if m in sys.modules])",
+            "import sys, ragmetrics.pytest_plugin; print([m for m in ('ragmetrics.regression.cases', "
+            "'ragmetrics.regression.case_result', 'ragmetrics.regression.snapshot') if m in sys.modules])",
         ],
         capture_output=True,
         text=True,

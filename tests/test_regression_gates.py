@@ -25,7 +25,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 # One quality score per case, as a pipeline run gives it: `score` aggregates the named metric.
 QUALITY = """
 import os
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case
 def eval_faithfulness():
@@ -42,7 +42,7 @@ def eval_steady():
 # A cheap offline case: the real pipeline and the offline judge, three rows (the first call warms up).
 OFFLINE = """
 from ragmetrics import EvaluationPipeline, FaithfulnessMetric
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case(min_score=0.5)
 async def eval_offline():
@@ -57,7 +57,7 @@ async def eval_offline():
 SLEEPY = """
 import os
 import time
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case
 def eval_sleepy():
@@ -67,7 +67,7 @@ def eval_sleepy():
 
 CONTRADICTED = """
 from ragmetrics import EvaluationPipeline, FaithfulnessMetric
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case(min_score=0.8)
 async def eval_contradicted():
@@ -83,7 +83,7 @@ async def eval_contradicted():
 # Relevancy judges the answer against the question: an empty question is invalid input, never scored.
 UNSCORED = """
 from ragmetrics import EvaluationPipeline, RelevancyMetric
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case
 async def eval_nothing_scored():
@@ -360,7 +360,7 @@ def test_a_dict_case_whose_named_metric_has_no_score_fails(tmp_path):
         tmp_path,
         "eval_none.py",
         """
-        from ragmetrics.cases import eval_case
+        from ragmetrics.regression.cases import eval_case
 
         @eval_case
         def eval_half():
@@ -374,7 +374,7 @@ def test_a_dict_case_whose_named_metric_has_no_score_fails(tmp_path):
 
 WARMING = """
 import time
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 _calls = []
 
@@ -430,7 +430,7 @@ def test_the_plugin_measures_warm_latency_when_asked(pytester):
 
 DEAD_JUDGE = """
 from ragmetrics import EvaluationPipeline, FaithfulnessMetric
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case
 async def eval_dead_judge():

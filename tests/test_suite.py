@@ -3,11 +3,11 @@ import json
 import pytest
 
 from ragmetrics import ConfigError
-from ragmetrics.eval import ContainsEvaluator, ExactMatchEvaluator, RegexMatchEvaluator
 from ragmetrics.judge import JudgeReply, JudgeRequest
-from ragmetrics.metrics.rubric import RubricGrade
+from ragmetrics.metrics.evaluators.factory import ContainsEvaluator, ExactMatchEvaluator, RegexMatchEvaluator
+from ragmetrics.metrics.evaluators.rubric import RubricGrade
+from ragmetrics.regression.suite import Case, Check, Suite, run_suite
 from ragmetrics.score import JudgeInfo, Usage
-from ragmetrics.suite import Case, Check, Suite, run_suite
 
 SUITE_YAML = """
 name: capitals
@@ -219,7 +219,7 @@ async def test_run_suite_validates_concurrency():
 
 
 async def test_suite_reports_model_usage_apart_from_the_judge_and_shares_one_judge(tmp_path):
-    from ragmetrics.suite import Suite, run_suite
+    from ragmetrics.regression.suite import Suite, run_suite
 
     suite = Suite.from_data(
         {

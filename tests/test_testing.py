@@ -20,7 +20,7 @@ import pytest
 from instructor.core import IncompleteOutputException
 
 from ragmetrics.errors import ConfigError
-from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
+from ragmetrics.metrics.claims.schemas import ClaimExtraction, ClaimVerification
 from ragmetrics.prompting import load_prompt, numbered_blocks, render
 from ragmetrics.testing import FakeLLMServer, FakeReply, FakeRequest
 

@@ -3,7 +3,7 @@
 The response schema's name (tool, function or ``json_schema`` name, or the schema's title in JSON
 modes) names the task (``ClaimExtraction`` -> ``claims.extract``); a schema sent without a name is
 recognised by its field names. The variables are read back from the rendered user message, and
-``ragmetrics.judge.offline.answer(task, variables)`` gives the default answer.
+``ragmetrics.judge.offline.judge.answer(task, variables)`` gives the default answer.
 """
 
 from __future__ import annotations
@@ -17,8 +17,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragmetrics._fake.wire import Call
-from ragmetrics.metrics._rubric_schemas import EvaluationSteps, GEvalGrade, JudgeRating, RubricGrade
-from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
+from ragmetrics.metrics.claims.schemas import ClaimExtraction, ClaimVerification
+from ragmetrics.metrics.evaluators._rubric_schemas import (
+    EvaluationSteps,
+    GEvalGrade,
+    JudgeRating,
+    RubricGrade,
+)
 from ragmetrics.prompting import parse_blocks, parse_numbered_blocks
 
 __all__ = ["TASKS", "Answerer", "Task", "offline_answer", "task_for"]
@@ -129,6 +134,8 @@ def task_for(call: Call) -> Task | None:
 
 def offline_answer(task: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
     """The offline judge's answer to ``task`` (the default answerer)."""
-    from ragmetrics.judge import offline  # lazy: written in parallel, and heavier than this module
+    from ragmetrics.judge.offline import (
+        judge as offline,  # lazy: written in parallel, and heavier than this module
+    )
 
     return offline.answer(task, variables)

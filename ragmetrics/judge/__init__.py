@@ -71,15 +71,15 @@ def make_judge(
     if settings.provider == "offline":
         if api_key is not None or base_url is not None:
             raise ConfigError("the offline judge takes no api_key or base_url")
-        from ragmetrics.judge.offline import SEMANTIC_MODEL, OfflineJudge
+        from ragmetrics.judge.offline.judge import SEMANTIC_MODEL, OfflineJudge
 
         return OfflineJudge(semantic=settings.model == SEMANTIC_MODEL)
     prices = _prices(prices)
     if settings.provider in ("anthropic", "bedrock", "vertex"):
-        from ragmetrics.judge.anthropic import AnthropicJudge
+        from ragmetrics.judge.providers.anthropic import AnthropicJudge
 
         return AnthropicJudge(settings, prices=prices, api_key=api_key, require_key=require_key)
-    from ragmetrics.judge.openai_compat import OpenAIJudge
+    from ragmetrics.judge.providers.openai_compat import OpenAIJudge
 
     return OpenAIJudge(settings, prices=prices, api_key=api_key, require_key=require_key)
 
@@ -136,7 +136,7 @@ def resolve_judge(
         _refuse_keywords(llm, api_key=api_key, base_url=base_url, model=model, options=options)
         judge, owned = llm, False
     else:
-        from ragmetrics.judge.clients import client_provider, judge_for_client
+        from ragmetrics.judge.providers.clients import client_provider, judge_for_client
 
         if client_provider(llm) is None:
             raise ConfigError(

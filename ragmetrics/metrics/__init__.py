@@ -13,16 +13,20 @@ from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.metrics.base import Metric
-from ragmetrics.metrics.custom import CustomEvaluator
-from ragmetrics.metrics.embedding import EmbeddingDistanceEvaluator
-from ragmetrics.metrics.evaluators import Evaluator
-from ragmetrics.metrics.faithfulness import FaithfulnessMetric
-from ragmetrics.metrics.groundedness import GroundednessMetric
-from ragmetrics.metrics.overlap import BleuEvaluator, RougeEvaluator
-from ragmetrics.metrics.relevancy import RelevancyMetric
-from ragmetrics.metrics.rubric import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
-from ragmetrics.metrics.structured import HtmlValidationEvaluator, JsonMatchEvaluator, JsonValidityEvaluator
-from ragmetrics.metrics.text import (
+from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
+from ragmetrics.metrics.claims.groundedness import GroundednessMetric
+from ragmetrics.metrics.claims.relevancy import RelevancyMetric
+from ragmetrics.metrics.evaluators.base import Evaluator
+from ragmetrics.metrics.evaluators.custom import CustomEvaluator
+from ragmetrics.metrics.evaluators.embedding import EmbeddingDistanceEvaluator
+from ragmetrics.metrics.evaluators.overlap import BleuEvaluator, RougeEvaluator
+from ragmetrics.metrics.evaluators.rubric import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
+from ragmetrics.metrics.evaluators.structured import (
+    HtmlValidationEvaluator,
+    JsonMatchEvaluator,
+    JsonValidityEvaluator,
+)
+from ragmetrics.metrics.evaluators.text import (
     ContainsEvaluator,
     ExactMatchEvaluator,
     F1Evaluator,

@@ -42,7 +42,7 @@ class JudgeHolder:
             if name in access and not isinstance(access[name], str):
                 raise ConfigError(f"{owner}: {name} must be a string, got {type(access[name]).__name__}")
         if llm is not None and not isinstance(llm, (str, Judge)):
-            from ragmetrics.judge.clients import client_provider
+            from ragmetrics.judge.providers.clients import client_provider
 
             if client_provider(llm, owner=owner) is None:
                 raise ConfigError(

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragmetrics.errors import InvalidInputError
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.pricing import cost_usd
-from ragmetrics.metrics._claims import ClaimMetric, chunk_contexts, extract_request, verify_request
+from ragmetrics.metrics.claims.engine import ClaimMetric, chunk_contexts, extract_request, verify_request
 from ragmetrics.pipeline.dataset import Dataset, to_sample
 from ragmetrics.sample import Sample
 

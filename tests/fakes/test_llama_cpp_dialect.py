@@ -16,7 +16,7 @@ import openai
 import pytest
 from instructor.core import InstructorRetryException
 
-from ragmetrics.metrics._rubric_schemas import JudgeRating
+from ragmetrics.metrics.evaluators._rubric_schemas import JudgeRating
 from ragmetrics.testing import FakeLLMServer, FakeReply
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}

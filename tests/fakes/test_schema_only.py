@@ -21,8 +21,13 @@ import pytest
 from pydantic import BaseModel
 
 from ragmetrics.errors import ConfigError
-from ragmetrics.metrics._rubric_schemas import EvaluationSteps, GEvalGrade, JudgeRating, RubricGrade
-from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
+from ragmetrics.metrics.claims.schemas import ClaimExtraction, ClaimVerification
+from ragmetrics.metrics.evaluators._rubric_schemas import (
+    EvaluationSteps,
+    GEvalGrade,
+    JudgeRating,
+    RubricGrade,
+)
 from ragmetrics.testing import FakeLLMServer, FakeReply
 
 KEY = "sk-test"

@@ -9,7 +9,7 @@ import pytest
 from ragmetrics.errors import JudgeError
 from ragmetrics.judge import make_judge
 from ragmetrics.judge.metering import Meter
-from ragmetrics.metrics._claims import extract_request
+from ragmetrics.metrics.claims.engine import extract_request
 from ragmetrics.pipeline import EvaluationPipeline
 from ragmetrics.sample import Sample
 from ragmetrics.testing import FakeLLMServer, FakeReply

@@ -112,7 +112,7 @@ def test_eval_writes_the_outputs_when_the_paths_are_good(tmp_path, fake_llm_serv
 
 CASE_WITH_MARKER = """
 import pathlib
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case
 def eval_marks():
@@ -226,7 +226,7 @@ def test_error_messages_on_stderr_are_escaped(tmp_path):
 
 
 RAISING_CASE = f"""
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case
 def eval_raises():
@@ -287,7 +287,7 @@ def test_a_provider_error_echoing_the_api_key_is_redacted_everywhere(tmp_path, f
 
 
 async def test_an_embeddings_error_echoing_the_api_key_is_redacted(fake_llm_server):
-    from ragmetrics.eval import EmbeddingDistanceEvaluator, OpenAIEmbeddings
+    from ragmetrics.metrics.evaluators.factory import EmbeddingDistanceEvaluator, OpenAIEmbeddings
 
     fake_llm_server.on("embeddings", FakeReply(status=401, message=f"Invalid API key: {KEY}"))
     embedder = OpenAIEmbeddings("fake-embedding", base_url=fake_llm_server.openai_base_url, api_key=KEY)

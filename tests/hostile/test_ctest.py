@@ -54,7 +54,7 @@ def test_a_yaml_alias_bomb_given_to_ragmetrics_test_is_refused_under_a_memory_li
 
 CONTROL = """
 import os
-from ragmetrics.cases import eval_case
+from ragmetrics.regression.cases import eval_case
 
 @eval_case
 def eval_x():
@@ -84,7 +84,7 @@ def test_a_regression_on_a_metric_named_with_control_and_xml_characters_stays_pa
 @pytest.mark.parametrize("name", ["../escape", "/etc/passwd", "a/b", "con"])
 def test_the_plugin_refuses_a_snapshot_name_that_would_leave_the_store(pytester, name):
     pytester.makepyfile(
-        eval_ok="from ragmetrics.cases import eval_case\n\n"
+        eval_ok="from ragmetrics.regression.cases import eval_case\n\n"
         "@eval_case\ndef eval_a():\n    return {'score': 1.0}\n"
     )
     result = pytester.runpytest_subprocess("eval_ok.py", "--ragmetrics-save", name)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from ragmetrics import FaithfulnessMetric
-from ragmetrics.cli import main
+from ragmetrics.cli.app import main
 from ragmetrics.errors import ConfigError, InvalidInputError
 from ragmetrics.pipeline import Dataset, EvaluationPipeline, read_jsonl
 from ragmetrics.pipeline.dataset import to_sample
@@ -338,7 +338,7 @@ def test_a_yaml_alias_bomb_is_refused_naming_the_file_under_a_memory_limit(tmp_p
         f"""
         import asyncio
         from ragmetrics.errors import ConfigError
-        from ragmetrics.suite import Suite, run_suite
+        from ragmetrics.regression.suite import Suite, run_suite
         try:
             suite = Suite.from_file({str(suite)!r})
         except ConfigError as exc:
@@ -354,7 +354,7 @@ def test_a_yaml_alias_bomb_is_refused_naming_the_file_under_a_memory_limit(tmp_p
 
 
 def test_ordinary_yaml_aliases_still_work_and_a_recursive_alias_is_refused(tmp_path: Path) -> None:
-    from ragmetrics.suite import Suite
+    from ragmetrics.regression.suite import Suite
 
     ok = tmp_path / "ok.yaml"
     ok.write_text(

@@ -44,14 +44,14 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from ragmetrics import FaithfulnessMetric, GroundednessMetric, RelevancyMetric
-from ragmetrics.cli import main
+from ragmetrics.cli.app import main
 from ragmetrics.errors import ConfigError, InvalidInputError
-from ragmetrics.eval import EVALUATOR_TYPES, make_evaluator
-from ragmetrics.metrics._claims import chunk_contexts
-from ragmetrics.metrics.evaluators import Evaluator
+from ragmetrics.metrics.claims.engine import chunk_contexts
+from ragmetrics.metrics.evaluators.base import Evaluator
+from ragmetrics.metrics.evaluators.factory import EVALUATOR_TYPES, make_evaluator
 from ragmetrics.pipeline import EvaluationPipeline, read_jsonl
+from ragmetrics.regression.suite import Suite, run_suite
 from ragmetrics.score import STATUSES, MetricResult
-from ragmetrics.suite import Suite, run_suite
 from ragmetrics.testing import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]

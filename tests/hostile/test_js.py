@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ragmetrics.eval import CustomEvaluator
+from ragmetrics.metrics.evaluators.factory import CustomEvaluator
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE_MEMORY = 2 * 1024**3  # the probe's address space; its sandbox processes inherit it as a hard limit
@@ -28,7 +28,7 @@ MICROTASK_FLOOD = "(o) => { (async () => { for(;;) { await 0; } })(); return 1; 
 DEEP = "let r = {}; let c = r; for (let i = 0; i < 100000; i++) { c.a = {}; c = c.a }"
 PRELUDE = """
 import asyncio, json, os, sys, time
-from ragmetrics.eval import CustomEvaluator
+from ragmetrics.metrics.evaluators.factory import CustomEvaluator
 
 async def timed(ev, output="x"):
     started = time.perf_counter()

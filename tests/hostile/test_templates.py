@@ -17,8 +17,8 @@ import math
 import pytest
 
 from ragmetrics import FaithfulnessMetric
-from ragmetrics.metrics._claims import extract_request, verify_request
-from ragmetrics.metrics.rubric import LLMJudgeEvaluator
+from ragmetrics.metrics.claims.engine import extract_request, verify_request
+from ragmetrics.metrics.evaluators.rubric import LLMJudgeEvaluator
 from ragmetrics.sample import Sample
 from ragmetrics.testing import FakeLLMServer, FakeReply
 

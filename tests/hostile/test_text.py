@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ragmetrics import ConfigError
-from ragmetrics.eval import (
+from ragmetrics.metrics.evaluators.factory import (
     ExactMatchEvaluator,
     HtmlValidationEvaluator,
     JsonMatchEvaluator,
@@ -56,7 +56,7 @@ def test_regex_repetition_bombs_are_refused_promptly_under_a_memory_limit():
     probe = """
         import json, time
         from ragmetrics import ConfigError
-        from ragmetrics.eval import RegexMatchEvaluator
+        from ragmetrics.metrics.evaluators.factory import RegexMatchEvaluator
 
         out = {}
         for pattern in ["a{1000000000}", "(?:(?:a{1000}){1000}){1000}", "(?:a{1000}){1000}",
@@ -98,7 +98,7 @@ def test_regex_repetition_bombs_are_refused_promptly_under_a_memory_limit():
 def test_regex_matching_memory_is_capped_by_output_length_and_capture_groups():
     probe = """
         import json, time
-        from ragmetrics.eval import RegexMatchEvaluator
+        from ragmetrics.metrics.evaluators.factory import RegexMatchEvaluator
 
         groups50 = "^(?:" + "(" * 50 + "a" + ")" * 50 + "|b)*$"
         out = {}
@@ -137,7 +137,7 @@ def test_regex_refusal_names_the_shortened_pattern_and_the_limit():
 
 def test_the_fallback_bound_never_undercounts_the_parsed_size():
     # Used only if the regex package's private parser changes shape: it must stay an upper bound.
-    from ragmetrics.metrics.text import _textual_bound, _unrolled_size
+    from ragmetrics.metrics.evaluators.text import _textual_bound, _unrolled_size
 
     patterns = [
         "a{5}",

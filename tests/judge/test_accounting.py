@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from ragmetrics.cli import main
+from ragmetrics.cli.app import main
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import make_judge
 from ragmetrics.judge.pricing import cost_usd, load_prices
-from ragmetrics.metrics._claims import extract_request
+from ragmetrics.metrics.claims.engine import extract_request
 from ragmetrics.pipeline import EvaluationPipeline
 from ragmetrics.sample import Sample
 from ragmetrics.score import Usage

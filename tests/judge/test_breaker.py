@@ -8,7 +8,7 @@ from ragmetrics.errors import JudgeError
 from ragmetrics.judge import make_judge
 from ragmetrics.judge.breaker import DeadJudgeBreaker, is_dead_failure
 from ragmetrics.judge.retry import Failure
-from ragmetrics.metrics._claims import extract_request
+from ragmetrics.metrics.claims.engine import extract_request
 from ragmetrics.sample import Sample
 from ragmetrics.testing import FakeLLMServer, FakeReply
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ragmetrics import FaithfulnessMetric, GroundednessMetric, RelevancyMetric
 from ragmetrics.judge import CachingJudge, make_judge
 from ragmetrics.judge.cache import cache_key
-from ragmetrics.metrics._claims import extract_request
+from ragmetrics.metrics.claims.engine import extract_request
 from ragmetrics.prompting import Prompt
 from ragmetrics.sample import Sample
 from ragmetrics.score import JudgeInfo

@@ -8,7 +8,7 @@ import pytest
 from ragmetrics import FaithfulnessMetric
 from ragmetrics.errors import JudgeOutputError
 from ragmetrics.judge.base import Judge, JudgeRequest
-from ragmetrics.judge.offline import (
+from ragmetrics.judge.offline.judge import (
     CONTRADICTED_SUPPORT,
     MODEL,
     SPEAKER_SUPPORT,
@@ -17,7 +17,7 @@ from ragmetrics.judge.offline import (
     answer,
     calibrate,
 )
-from ragmetrics.metrics._schemas import ClaimExtraction, ClaimVerification
+from ragmetrics.metrics.claims.schemas import ClaimExtraction, ClaimVerification
 
 SEED_ANSWER = "Python is a compiled language created in 1991."
 SEED_CONTEXT = "Python is an interpreted language created by Guido van Rossum in 1991."
@@ -319,7 +319,7 @@ def test_the_seed_example_through_the_metric():
 
 def test_verification_is_deterministic_across_processes():
     code = (
-        "import json; from ragmetrics.judge.offline import answer; "
+        "import json; from ragmetrics.judge.offline.judge import answer; "
         f"print(json.dumps(answer('claims.verify', {{'claims': ['Python is a compiled language', "
         f"'Python was created in 1991.', 'It is popular.'], 'contexts': [{SEED_CONTEXT!r}]}}), "
         "sort_keys=True))"
@@ -514,7 +514,7 @@ def test_determinism():
     second = extract(text), verify(["Python was created in 1989.", "It is popular."], [SEED_CONTEXT])
     assert first == second
     code = (
-        "import json; from ragmetrics.judge.offline import answer; "
+        "import json; from ragmetrics.judge.offline.judge import answer; "
         f"print(json.dumps(answer('claims.extract', {{'question': 'q', 'answer': {text!r}}}), "
         "sort_keys=True))"
     )
@@ -574,7 +574,7 @@ async def test_unknown_task_raises_judge_output_error():
 def test_importing_the_judge_is_light():
     code = (
         "import sys, time; import ragmetrics.judge.base; t = time.perf_counter(); "
-        "import ragmetrics.judge.offline; "
+        "import ragmetrics.judge.offline.judge; "
         "dt = time.perf_counter() - t; "
         "assert not {'nltk', 'sentence_transformers', 'torch'} & set(sys.modules); "
         "print(dt)"

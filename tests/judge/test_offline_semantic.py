@@ -11,8 +11,8 @@ import pytest
 
 from ragmetrics.judge import make_judge
 from ragmetrics.judge.base import JudgeRequest
-from ragmetrics.judge.offline import MODEL, SEMANTIC_MODEL, OfflineJudge
-from ragmetrics.metrics._schemas import ClaimVerification
+from ragmetrics.judge.offline.judge import MODEL, SEMANTIC_MODEL, OfflineJudge
+from ragmetrics.metrics.claims.schemas import ClaimVerification
 from ragmetrics.settings import parse_judge_spec
 
 CONTEXT = "The Eiffel Tower was finished in 1889. It stands in Paris and is made of wrought iron."
@@ -64,7 +64,7 @@ _WITHOUT_EXTRA = textwrap.dedent(
     sys.modules["sentence_transformers"] = None  # the extra is not installed
     from ragmetrics.errors import MissingDependencyError
     from ragmetrics.judge import make_judge
-    from ragmetrics.judge.offline import OfflineJudge
+    from ragmetrics.judge.offline.judge import OfflineJudge
     from ragmetrics import FaithfulnessMetric
 
     out = {}

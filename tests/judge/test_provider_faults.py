@@ -9,7 +9,7 @@ import pytest
 from ragmetrics import FaithfulnessMetric, JudgeError, NoScoreError, RelevancyMetric
 from ragmetrics.errors import JudgeOutputError
 from ragmetrics.judge import make_judge
-from ragmetrics.metrics._claims import extract_request
+from ragmetrics.metrics.claims.engine import extract_request
 from ragmetrics.sample import Sample
 from ragmetrics.testing import FakeReply
 from tests.metrics import seed_answers as seed
@@ -195,7 +195,7 @@ async def test_anthropic_temperature_is_sent_and_recorded_only_if_the_sdk_takes_
 
     from anthropic.resources.messages import AsyncMessages
 
-    from ragmetrics.judge.anthropic import sdk_takes_temperature
+    from ragmetrics.judge.providers.anthropic import sdk_takes_temperature
 
     takes = "temperature" in inspect.signature(AsyncMessages.create).parameters
     assert sdk_takes_temperature() is takes, "the version rule disagrees with the installed SDK"

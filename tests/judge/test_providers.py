@@ -28,9 +28,9 @@ from ragmetrics import (
     RelevancyMetric,
 )
 from ragmetrics.errors import ConfigError
-from ragmetrics.eval import LLMJudgeEvaluator
 from ragmetrics.judge import make_judge, resolve_judge
-from ragmetrics.judge.offline import OfflineJudge
+from ragmetrics.judge.offline.judge import OfflineJudge
+from ragmetrics.metrics.evaluators.factory import LLMJudgeEvaluator
 from ragmetrics.settings import GEMINI_BASE_URL, parse_judge_spec
 from ragmetrics.testing import FakeLLMServer
 
@@ -370,7 +370,7 @@ def test_naming_the_offline_judge_or_a_provider_does_not_warn(monkeypatch: pytes
 def test_the_cli_says_what_to_set_only_when_nothing_was_configured(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ragmetrics.cli import main
+    from ragmetrics.cli.app import main
 
     assert main(["eval", "--example", "--limit", "2", "--out", str(tmp_path / "a.jsonl")]) == 0
     first = capsys.readouterr().out.splitlines()[0]

@@ -14,7 +14,7 @@ import pytest
 from ragmetrics import FaithfulnessMetric, GroundednessMetric
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import make_judge
-from ragmetrics.metrics._schemas import SHIFT_REPAIR
+from ragmetrics.metrics.claims.schemas import SHIFT_REPAIR
 from ragmetrics.testing import FakeLLMServer, FakeReply
 
 FAST = {"backoff_initial_s": 0.0, "backoff_max_s": 0.0}
@@ -223,8 +223,8 @@ def test_no_claims_then_claims_after_the_reask_scores(
 
 
 def test_per_shape_schemas_are_cached_apart_and_survive_instructor_wrapping() -> None:
-    from ragmetrics.judge._instructor import prepared
-    from ragmetrics.metrics._schemas import ClaimVerification, verification_model
+    from ragmetrics.judge.providers._instructor import prepared
+    from ragmetrics.metrics.claims.schemas import ClaimVerification, verification_model
 
     two, three = verification_model(2, 1), verification_model(3, 4)
     assert verification_model(2, 1) is two, "one class per shape"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ragmetrics import EvaluationPipeline, FaithfulnessMetric, GroundednessMetric, RelevancyMetric
-from ragmetrics.metrics.rubric import GEvalEvaluator, LLMRubricEvaluator
+from ragmetrics.metrics.evaluators.rubric import GEvalEvaluator, LLMRubricEvaluator
 from ragmetrics.testing import FakeLLMServer
 
 FACTS = ("Item {i} is blue.", "Item {i} weighs {i} kg.", "It was made in 1889.")

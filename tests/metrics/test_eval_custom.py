@@ -7,7 +7,7 @@ import time
 import pytest
 
 from ragmetrics import ConfigError
-from ragmetrics.eval import CustomEvaluator, make_evaluator
+from ragmetrics.metrics.evaluators.factory import CustomEvaluator, make_evaluator
 
 CANNONADE_EXAMPLE = """(output) => {
   return {

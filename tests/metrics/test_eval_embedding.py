@@ -4,13 +4,18 @@ import re
 import pytest
 
 from ragmetrics import ConfigError, MissingDependencyError
-from ragmetrics.eval import (
+from ragmetrics.metrics.evaluators.embedding import (
+    Embedder,
+    SentenceTransformerEmbeddings,
+    cosine,
+    resolve_embedder,
+)
+from ragmetrics.metrics.evaluators.factory import (
     CosineSimilarityEvaluator,
     EmbeddingDistanceEvaluator,
     FakeEmbeddings,
     OpenAIEmbeddings,
 )
-from ragmetrics.metrics.embedding import Embedder, SentenceTransformerEmbeddings, cosine, resolve_embedder
 from ragmetrics.testing import FakeReply
 
 _REASONING = re.compile(r"^Cosine similarity: -?\d\.\d{4}, threshold: 0\.8000$")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from ragmetrics import ConfigError
-from ragmetrics.eval import EmbeddingDistanceEvaluator, FakeEmbeddings, OpenAIEmbeddings
-from ragmetrics.metrics._embedding_cache import embedding_cache_key
-from ragmetrics.metrics.embedding import CachingEmbedder, resolve_embedder
+from ragmetrics.metrics.evaluators._embedding_cache import embedding_cache_key
+from ragmetrics.metrics.evaluators.embedding import CachingEmbedder, resolve_embedder
+from ragmetrics.metrics.evaluators.factory import EmbeddingDistanceEvaluator, FakeEmbeddings, OpenAIEmbeddings
 from ragmetrics.testing import FakeReply
 
 DUMMY_KEY = "sk-test-dummy-key-never-sent-anywhere-real"  # the dummy_keys fixture's OPENAI_API_KEY

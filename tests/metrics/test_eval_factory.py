@@ -8,8 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmetrics import ConfigError
-from ragmetrics.eval import EVALUATOR_TYPES, Evaluator, evaluator_options, make_evaluator
 from ragmetrics.metrics.base import Metric
+from ragmetrics.metrics.evaluators.factory import (
+    EVALUATOR_TYPES,
+    Evaluator,
+    evaluator_options,
+    make_evaluator,
+)
 from ragmetrics.score import MetricResult
 
 NAMES = [
@@ -38,7 +43,7 @@ def test_the_fifteen_type_names():
 
 
 def test_reexports():
-    from ragmetrics.eval import EvalResult, ExactMatchEvaluator  # noqa: F401
+    from ragmetrics.metrics.evaluators.factory import EvalResult, ExactMatchEvaluator  # noqa: F401
 
     assert EvalResult is MetricResult
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragmetrics.eval import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
+from ragmetrics.metrics.evaluators.factory import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
 from ragmetrics.testing import FakeReply
 
 

@@ -8,9 +8,9 @@ import pytest
 from pydantic import BaseModel
 
 from ragmetrics import ConfigError, JudgeError, JudgeOutputError
-from ragmetrics.eval import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest
-from ragmetrics.metrics.rubric import (
+from ragmetrics.metrics.evaluators.factory import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
+from ragmetrics.metrics.evaluators.rubric import (
     EvaluationSteps,
     GEvalGrade,
     JudgeRating,

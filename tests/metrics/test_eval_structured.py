@@ -4,8 +4,12 @@ import time
 import pytest
 
 from ragmetrics import ConfigError
-from ragmetrics.eval import HtmlValidationEvaluator, JsonMatchEvaluator, JsonValidityEvaluator
-from ragmetrics.metrics.structured import json_key_paths
+from ragmetrics.metrics.evaluators.factory import (
+    HtmlValidationEvaluator,
+    JsonMatchEvaluator,
+    JsonValidityEvaluator,
+)
+from ragmetrics.metrics.evaluators.structured import json_key_paths
 
 # -- json_validity ---------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ import time
 import pytest
 
 from ragmetrics import ConfigError, InvalidInputError, Sample
-from ragmetrics.eval import (
+from ragmetrics.metrics.evaluators.factory import (
     ContainsEvaluator,
     ExactMatchEvaluator,
     F1Evaluator,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmetrics.metrics.overlap import bleu_score, bleu_tokens, rouge_l, rouge_tokens
+from ragmetrics.metrics.evaluators.overlap import bleu_score, bleu_tokens, rouge_l, rouge_tokens
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 bleu_module = pytest.importorskip("nltk.translate.bleu_score")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
 
-from ragmetrics.metrics.text import levenshtein_similarity, token_f1
+from ragmetrics.metrics.evaluators.text import levenshtein_similarity, token_f1
 
 LEVENSHTEIN_TOLERANCE = 0.0
 """Bit-identical: the same distance from rapidfuzz and the same division."""

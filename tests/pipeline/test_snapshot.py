@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmetrics.errors import ConfigError, SnapshotError
-from ragmetrics.pipeline.compare import DEFAULT_THRESHOLDS, compare_snapshots, paired_test
-from ragmetrics.pipeline.render import render_case_table, render_diff
-from ragmetrics.pipeline.snapshot import SCHEMA_VERSION, EvalRegression, Snapshot, write_atomic
+from ragmetrics.regression.compare import DEFAULT_THRESHOLDS, compare_snapshots, paired_test
+from ragmetrics.regression.render import render_case_table, render_diff
+from ragmetrics.regression.snapshot import SCHEMA_VERSION, EvalRegression, Snapshot, write_atomic
 
 
 @pytest.fixture
@@ -343,7 +343,7 @@ def test_write_atomic_leaves_no_temporary_file_and_replaces(tmp_path):
 
 WRITER = """
 import sys
-from ragmetrics.pipeline.snapshot import EvalRegression
+from ragmetrics.regression.snapshot import EvalRegression
 store = EvalRegression(sys.argv[1])
 big = [{"name": f"case{i}", "score": 0.5, "cost_usd": 0.01, "latency_ms": 100.0,
         "samples": [{"id": j, "score": 0.5} for j in range(5)]} for i in range(2000)]
@@ -382,7 +382,7 @@ def test_a_writer_killed_at_random_moments_never_leaves_a_corrupt_snapshot(tmp_p
 
 CRASHER = """
 import os, signal, sys
-from ragmetrics.pipeline.snapshot import EvalRegression
+from ragmetrics.regression.snapshot import EvalRegression
 store = EvalRegression(sys.argv[1])
 store.save_snapshot("v1", [{"name": "a", "score": 0.9}])
 def die(fd):  # the new file is fully written but not yet renamed: the worst moment to crash
@@ -435,7 +435,7 @@ def test_diff_rendering_is_pinned():
 
 
 def test_case_table_rendering_is_pinned():
-    from ragmetrics.case_result import CaseResult
+    from ragmetrics.regression.case_result import CaseResult
 
     results = [
         CaseResult(

@@ -1,0 +1,159 @@
+"""The OpenAI judge, for OpenAI itself and any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).
+
+The same adapter serves Azure OpenAI (``azure:DEPLOYMENT@ENDPOINT``, through ``openai.AsyncAzureOpenAI``),
+Gemini's OpenAI-compatible endpoint (``gemini:MODEL``), gateways such as LiteLLM (``openai:MODEL@URL``)
+and a user's own ``AsyncOpenAI`` / ``AsyncAzureOpenAI`` client.
+
+Structured output goes through instructor over the official ``openai`` SDK. The SDK's own retries are
+off (``max_retries=0``): transient failures are retried by :mod:`ragmetrics.judge.retry` with backoff
+and Retry-After.
+
+The response schema is sent in one of four wire forms (``JudgeSettings.mode``): a forced tool call
+with ``strict: true``; ``response_format`` ``json_schema`` with ``strict: true``; llama-cpp-python's
+``{"type": "json_object", "schema": ...}``; plain JSON mode (schema in the prompt only). Instructor
+builds the request for its nearest mode and parses the reply; the strict tool or ``response_format``
+is then set through the SDK's ``extra_body``, which overrides the keys instructor wrote (instructor
+1.x sends no ``strict`` flag of its own). ``mode="auto"`` starts with tools and, when a server rejects
+a form (HTTP 400/422 naming it, or llama-cpp-python's 500 for a body that fails its validation),
+moves to the next form and remembers it for this judge (that is, for its server).
+
+No validation ``context`` is ever passed to instructor: with one, instructor renders every message as
+a Jinja2 template, and sample text must stay data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmetrics.judge.base import JudgeRequest
+from ragmetrics.judge.providers._instructor import classify_call_error, prepared, reask_policy, total_tokens
+from ragmetrics.judge.providers._provider import CallOutcome, ProviderJudge
+from ragmetrics.judge.providers._wire_forms import FORMS, next_form, wire_body
+from ragmetrics.judge.retry import Failure
+from ragmetrics.settings import KEY_VARIABLES, JudgeSettings, azure_api_version
+
+__all__ = ["OpenAIJudge"]
+
+
+class OpenAIJudge(ProviderJudge):
+    """A judge on the OpenAI Chat Completions API (or a compatible server)."""
+
+    def __init__(
+        self, settings: JudgeSettings, *, api_key: str | None = None, require_key: bool = True, **kwargs: Any
+    ) -> None:
+        super().__init__(settings, **kwargs)
+        self._take_key(api_key, require_key=require_key)
+        self._mode: str = "tools" if settings.mode == "auto" else settings.mode
+        """The wire form of the next call: forced, or what auto found this judge's server to accept
+        (a judge talks to one server; metrics and pipelines with equal judge settings share a judge)."""
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"OpenAIJudge({self.info.spec!r}, mode={self._mode!r})"
+
+    def _make_client(self) -> Any:
+        import openai
+
+        common: dict[str, Any] = {
+            "api_key": self._key(),
+            "max_retries": 0,
+            "timeout": self.settings.timeout_s,
+            "http_client": self._http_client(openai),
+        }
+        if self.settings.provider == "azure":
+            return openai.AsyncAzureOpenAI(
+                azure_endpoint=self.settings.base_url or "",
+                azure_deployment=self.settings.model,
+                api_version=azure_api_version(),
+                **common,
+            )
+        return openai.AsyncOpenAI(base_url=self.settings.base_url, **common)
+
+    async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:
+        import instructor
+
+        form = self._mode
+        model = prepared(request.response_model)
+        wrapped = instructor.from_openai(client, mode=getattr(instructor.Mode, FORMS[form]))
+        extra: dict[str, Any] = {}
+        if self.settings.seed is not None:
+            extra["seed"] = self.settings.seed
+        body = wire_body(form, model)
+        if body:
+            extra["extra_body"] = body
+        policy = reask_policy(self.settings.reasks)
+        try:
+            value, completion = await wrapped.chat.completions.create_with_completion(
+                model=self.settings.model,
+                messages=[{"role": m.role, "content": m.content} for m in request.messages],
+                response_model=model,
+                max_retries=policy,
+                temperature=self.settings.temperature,
+                max_tokens=max_tokens,
+                **extra,
+            )
+        except Exception as exc:
+            fallback = self._fallback(form, exc)
+            if fallback is not None:
+                self._mode = fallback
+                return await self._call(client, request, max_tokens)
+            raise
+        prompt, completion_tokens = total_tokens(value, completion)
+        attempts = int(policy.statistics.get("attempt_number", 1))
+        return CallOutcome(value, prompt, completion_tokens, attempts)
+
+    def _fallback(self, form: str, exc: BaseException) -> str | None:
+        """The next wire form to try when the server rejected ``form`` (auto mode only), else None."""
+        return _rejected(form, exc) if self.settings.mode == "auto" else None
+
+    def _classify(self, exc: BaseException) -> Failure | None:
+        import openai
+
+        if self.settings.mode != "auto" and _rejected(self.settings.mode, exc) is not None:
+            # a forced form the server refuses will be refused again (llama.cpp says so with a 500)
+            refusal = _status(exc)
+            return Failure(
+                status="provider_error",
+                transient=False,
+                message=f"the server does not accept mode={self.settings.mode!r}: {_error_text(refusal)}",
+                http_status=refusal.status_code,
+                hint="use mode='auto' to detect what the server takes (llama-cpp-python: json_object_schema)",
+            )
+        return classify_call_error(
+            exc,
+            openai,
+            host=self.settings.base_url or "api.openai.com",
+            timeout_s=self.settings.timeout_s,
+            secret=self._api_key,
+            hints={
+                401: f"check the {KEY_VARIABLES.get(self.settings.provider, 'OPENAI_API_KEY')} "
+                "environment variable (or the api_key= given)",
+                403: "the key lacks access to this model",
+                404: f"check the model name in '{self.info.spec}' and the base URL",
+            },
+            text=_error_text,
+        )
+
+
+def _status(exc: BaseException) -> Any:
+    """The SDK's status error behind ``exc`` (instructor may wrap it), or None."""
+    import openai
+
+    cause = exc if isinstance(exc, openai.APIStatusError) else exc.__cause__
+    return cause if isinstance(cause, openai.APIStatusError) else None
+
+
+def _rejected(form: str, exc: BaseException) -> str | None:
+    """The next form to try if ``exc`` says the server rejected ``form``, else None."""
+    cause = _status(exc)
+    if cause is None:
+        return None
+    return next_form(form, cause.status_code, f"{cause} {getattr(cause, 'body', '')}")
+
+
+def _error_text(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(exc, "message", exc))

@@ -1,0 +1,253 @@
+"""Response schemas of the claim machinery: what the judge must return, checked with pydantic.
+
+The JSON schemas carry no titles or descriptions: they travel in every request as prompt tokens,
+and the prompts already say what each field means. They are written the way strict structured output
+wants them (every property required, ``additionalProperties: false``, no defaults), so that a server
+that honours the schema cannot produce an invalid reply.
+
+The contract lives in the schema, built per request shape (:func:`extraction_model`,
+:func:`verification_model`): one verdict slot per claim (an object keyed by claim index, every key
+required), a context index that is one of the contexts that exist (an enum, or null), at least one
+claim when the answer plainly states facts. The validators repeat the contract as a second line for
+servers that ignore schemas; they close over the shape's numbers (no validation context is ever
+passed to instructor: a context makes instructor render every message as a Jinja2 template).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from ragmetrics.judge.providers._wire_forms import strict_schema
+
+__all__ = [
+    "ClaimExtraction",
+    "ClaimVerification",
+    "ExtractedClaim",
+    "LeanSchema",
+    "VerifiedClaim",
+    "extraction_model",
+    "verification_model",
+]
+
+
+def _strip(node: Any, *, names: bool = False) -> Any:
+    """Drop ``title`` and ``description`` keywords (but not properties that happen to be so named)."""
+    if isinstance(node, dict):
+        return {
+            k: _strip(v, names=(k == "properties"))
+            for k, v in node.items()
+            if names or k not in ("title", "description")
+        }
+    if isinstance(node, list):
+        return [_strip(v) for v in node]
+    return node
+
+
+_SCHEMAS: dict[tuple[Any, ...], dict[str, Any]] = {}
+"""JSON schemas already built (a pure function of the class, its shape and the arguments)."""
+
+
+class LeanSchema(BaseModel):
+    """Base of response schemas: their JSON schema drops titles and descriptions, and is strict-ready.
+
+    The schema travels with every request as prompt tokens; the prompt already says what each field
+    means, so titles and descriptions would only be paid for twice. A per-shape subclass sets
+    ``_shape`` and rewrites its schema in :meth:`_contract`.
+    """
+
+    _shape: ClassVar[tuple[Any, ...]] = ()
+    """What a per-request class was built for (e.g. ``(n_claims, n_contexts)``); () for the base."""
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: D102
+        # Built once per schema and shape: instructor may wrap the class in a subclass of its own, so
+        # the cache is keyed by the class's name, fields and shape, not by identity.
+        key = (
+            cls.__module__,
+            cls.__qualname__,
+            tuple(cls.model_fields),
+            cls._shape,
+            repr(args),
+            repr(sorted(kwargs.items())),
+        )
+        schema = _SCHEMAS.get(key)
+        if schema is None:
+            schema = strict_schema(cls._contract(_strip(super().model_json_schema(*args, **kwargs))))
+            schema["title"] = cls.__name__  # the tool / function name
+            _SCHEMAS[key] = schema
+        return copy.deepcopy(schema)
+
+    @classmethod
+    def _contract(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        """The JSON schema with this shape's contract written in (the base class adds nothing)."""
+        return schema
+
+
+class ExtractedClaim(LeanSchema):
+    """One atomic claim of the answer."""
+
+    text: str
+    """The claim."""
+    span: str = ""
+    """The answer text it comes from."""
+    relevance: Literal["direct", "supporting", "off_topic"] = "direct"
+
+    """How it bears on the question."""
+
+
+class ClaimExtraction(LeanSchema):
+    """The answer split into claims, with an answer-level relevance judgement."""
+
+    _min_claims: ClassVar[int] = 0
+    """Claims the reply must hold (1 when the answer plainly states facts)."""
+
+    claims: list[ExtractedClaim]
+    """The claims, in answer order."""
+    addresses_question: Literal["yes", "partially", "no"]
+    """Whether the answer addresses the question."""
+
+    @classmethod
+    def _contract(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        if cls._min_claims:
+            schema["properties"]["claims"]["minItems"] = cls._min_claims
+        return schema
+
+    @model_validator(mode="after")
+    def _no_blank_claims(self) -> ClaimExtraction:
+        self.claims = [c for c in self.claims if c.text.strip()]
+        if len(self.claims) < type(self)._min_claims:
+            raise ValueError(
+                "no claims: the answer states facts, so list each factual statement in it as a claim"
+            )
+        return self
+
+
+@functools.lru_cache(maxsize=4)
+def extraction_model(min_claims: int) -> type[ClaimExtraction]:
+    """The extraction schema for an answer in which at least ``min_claims`` claims must be found."""
+    if min_claims <= 0:
+        return ClaimExtraction
+    return type("ClaimExtraction", (ClaimExtraction,), {"_shape": (min_claims,), "_min_claims": min_claims})
+
+
+class VerifiedClaim(LeanSchema):
+    """The verdict on one claim."""
+
+    claim: int
+    """Index of the claim."""
+    verdict: Literal["supported", "contradicted", "not_found"]
+    """The verdict."""
+    context: int | None = None
+    """Index of the context that decides it."""
+    evidence: str = ""
+    """A verbatim quote from that context."""
+    reason: str = ""
+    """Why."""
+    support: SkipJsonSchema[float | None] = Field(default=None, ge=0.0, le=1.0)
+    """Probability that the claim is supported, from heuristic judges only (never asked of an LLM:
+    it is left out of the JSON schema). ``supported`` verdicts have support >= 0.5."""
+
+
+SHIFT_REPAIR = "verification claim ids shifted from 1..N to 0..N-1"
+"""The repair recorded when a reply numbered its N claims 1..N."""
+
+
+class ClaimVerification(LeanSchema):
+    """Verdicts for every claim.
+
+    On the wire (per-shape schema) ``verdicts`` is an object keyed by claim index, one required key
+    per claim; a list of verdicts that each name their ``claim`` is accepted too (the offline judge,
+    cached replies, servers that ignore the schema). Either way the value holds a list.
+    """
+
+    _n_claims: ClassVar[int | None] = None
+    _n_contexts: ClassVar[int | None] = None
+
+    verdicts: list[VerifiedClaim]
+    """One verdict per claim."""
+    repairs: SkipJsonSchema[list[str]] = Field(default_factory=list)
+    """Unambiguous slips in the reply that were repaired instead of re-asked (never asked of a judge)."""
+
+    @classmethod
+    def _contract(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        n_claims, n_contexts = cls._n_claims, cls._n_contexts
+        if n_claims is None or n_contexts is None:
+            return schema
+        context: dict[str, Any] = (
+            {"anyOf": [{"type": "integer", "enum": list(range(n_contexts))}, {"type": "null"}]}
+            if n_contexts
+            else {"type": "null"}
+        )
+        slot = {
+            "type": "object",
+            "properties": {
+                "verdict": {"type": "string", "enum": ["supported", "contradicted", "not_found"]},
+                "context": context,
+                "evidence": {"type": "string"},
+                "reason": {"type": "string"},
+            },
+        }
+        keys = [str(i) for i in range(n_claims)]
+        ref = {"$ref": "#/$defs/Verdict"}  # the slot is defined once: the schema travels as prompt tokens
+        schema["properties"]["verdicts"] = {"type": "object", "properties": {k: dict(ref) for k in keys}}
+        schema["$defs"] = {"Verdict": slot}
+        return schema
+
+    @model_validator(mode="before")
+    @classmethod
+    def _slots_to_list(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        verdicts = data.get("verdicts")
+        if isinstance(verdicts, Mapping):  # the per-shape wire form: {"0": {...}, "1": {...}}
+            listed = []
+            for key, slot in verdicts.items():
+                if not (isinstance(key, str) and key.strip().isdigit()) or not isinstance(slot, Mapping):
+                    raise ValueError(f"verdicts: key {key!r} is not a claim index with a verdict object")
+                listed.append({**slot, "claim": int(key)})
+            data = {**data, "verdicts": listed}
+            verdicts = listed
+        n = cls._n_claims
+        if n and isinstance(verdicts, list) and len(verdicts) == n:
+            ids = [v.get("claim") if isinstance(v, Mapping) else None for v in verdicts]
+            if all(type(i) is int for i in ids) and sorted(ids) == list(range(1, n + 1)):  # type: ignore[type-var]
+                shifted = [{**v, "claim": v["claim"] - 1} for v in verdicts]
+                data = {**data, "verdicts": shifted, "repairs": [*data.get("repairs", []), SHIFT_REPAIR]}
+        return data
+
+    @model_validator(mode="after")
+    def _indices_in_range(self) -> ClaimVerification:
+        n_claims, n_contexts = type(self)._n_claims, type(self)._n_contexts
+        problems = []
+        seen: set[int] = set()
+        for v in self.verdicts:
+            if n_claims is not None and not 0 <= v.claim < n_claims:
+                problems.append(f"claim index {v.claim} is out of range 0..{n_claims - 1}")
+            if v.context is not None and n_contexts is not None and not 0 <= v.context < n_contexts:
+                problems.append(
+                    f"context index {v.context} for claim {v.claim} is out of range 0..{n_contexts - 1}"
+                )
+            seen.add(v.claim)
+        if n_claims is not None:
+            missing = sorted(set(range(n_claims)) - seen)
+            if missing:
+                problems.append(f"no verdict for claim(s) {missing}: give one verdict per claim")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+@functools.lru_cache(maxsize=4096)
+def verification_model(n_claims: int, n_contexts: int) -> type[ClaimVerification]:
+    """The verification schema for ``n_claims`` claims judged against ``n_contexts`` contexts."""
+    return type(
+        "ClaimVerification",
+        (ClaimVerification,),
+        {"_shape": (n_claims, n_contexts), "_n_claims": n_claims, "_n_contexts": n_contexts},
+    )
