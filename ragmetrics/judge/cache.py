@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from ragmetrics.errors import JudgeError
 from ragmetrics.judge._store import DiskStore, LruMemo
-from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest
+from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest, ModelT
 from ragmetrics.score import Usage
 
 __all__ = ["CacheStats", "CachingJudge", "cache_key", "canonical_sha256"]
@@ -43,7 +43,7 @@ def schema_hash(model: type[BaseModel]) -> str:
     return hashlib.sha256(schema.encode()).hexdigest()
 
 
-def cache_key(judge: Judge, request: JudgeRequest) -> str:
+def cache_key(judge: Judge, request: JudgeRequest[BaseModel]) -> str:
     """The cache key of ``request`` sent to ``judge`` (never holds an API key)."""
     info = judge.info
     payload = {
@@ -122,13 +122,13 @@ class CachingJudge:
     def __repr__(self) -> str:
         return f"CachingJudge({self.inner!r}, directory={str(self.directory) if self.directory else None!r})"
 
-    def peek(self, request: JudgeRequest) -> dict[str, Any] | None:
+    def peek(self, request: JudgeRequest[BaseModel]) -> dict[str, Any] | None:
         """The stored entry for ``request`` (memory, then disk), without calling or counting anything."""
         key = cache_key(self.inner, request)
         return self._memo.get(key) or self._store.get(key)
 
     # -- the Judge protocol -----------------------------------------------------------------------------
-    async def complete(self, request: JudgeRequest) -> JudgeReply:
+    async def complete(self, request: JudgeRequest[ModelT]) -> JudgeReply[ModelT]:
         """Answer from memory or disk if possible, else join an identical call in flight, else call."""
         started = time.perf_counter()
         key = cache_key(self.inner, request)
@@ -181,8 +181,8 @@ class CachingJudge:
         return reply
 
     def _reply(
-        self, request: JudgeRequest, entry: dict[str, Any], started: float, *, shared: bool = False
-    ) -> JudgeReply:
+        self, request: JudgeRequest[ModelT], entry: dict[str, Any], started: float, *, shared: bool = False
+    ) -> JudgeReply[ModelT]:
         value = request.response_model.model_validate(entry["value"], context=dict(request.context))
         return JudgeReply(
             value=value,

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from tenacity import RetryCallState
 from tenacity.wait import wait_base
 
+from ragmetrics.score import Status
+
 __all__ = ["Failure", "RetryPolicy", "WaitRetryAfterOrBackoff", "http_failure", "parse_retry_after"]
 
 
@@ -37,7 +39,7 @@ class RetryPolicy:
 class Failure:
     """A classified provider failure."""
 
-    status: str
+    status: Status
     """Result status it maps to: rate_limited, timeout, provider_error, truncated, judge_output_invalid."""
     transient: bool
     """Whether another attempt may succeed."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from pydantic import BaseModel
+
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge.base import JudgeRequest
 from ragmetrics.judge.providers._instructor import classify_call_error, prepared, reask_policy, total_tokens
@@ -122,7 +124,7 @@ class AnthropicJudge(ProviderJudge):
             )
         return anthropic.AsyncAnthropic(api_key=self._api_key, **common)
 
-    async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:
+    async def _call(self, client: Any, request: JudgeRequest[BaseModel], max_tokens: int) -> CallOutcome:
         import instructor
 
         wrapped = instructor.from_anthropic(client, mode=instructor.Mode.TOOLS)

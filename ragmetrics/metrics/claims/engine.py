@@ -38,7 +38,7 @@ from ragmetrics.metrics.claims.schemas import (
 )
 from ragmetrics.prompting import load_prompt, numbered_blocks, render
 from ragmetrics.sample import Sample
-from ragmetrics.score import ClaimRecord, MetricResult, Usage, spent_by
+from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, spent_by
 
 __all__ = ["ClaimMetric", "ClaimsOutcome", "VerifiedClaimMetric", "quote_found"]
 
@@ -163,7 +163,7 @@ def _messages(user: str) -> tuple[Message, ...]:
     )
 
 
-def extract_request(sample: Sample, repeat: int = 0) -> JudgeRequest:
+def extract_request(sample: Sample, repeat: int = 0) -> JudgeRequest[ClaimExtraction]:
     """The extraction request for one sample.
 
     When the answer plainly states facts (the offline splitter finds claims in it), the schema asks
@@ -181,7 +181,9 @@ def extract_request(sample: Sample, repeat: int = 0) -> JudgeRequest:
     )
 
 
-def verify_request(claims: Sequence[str], chunk: Sequence[str], repeat: int = 0) -> JudgeRequest:
+def verify_request(
+    claims: Sequence[str], chunk: Sequence[str], repeat: int = 0
+) -> JudgeRequest[ClaimVerification]:
     """The verification request for all claims against one chunk of contexts."""
     prompt = load_prompt(VERIFY_VERSION)
     return JudgeRequest(
@@ -214,7 +216,7 @@ async def run_claims(
             every verification chunk), not only the failed one.
     """
     reply = await judge.complete(extract_request(sample, repeat))
-    extraction: ClaimExtraction = reply.value  # type: ignore[assignment]
+    extraction = reply.value
     usage = reply.usage
     claims = [c.text for c in extraction.claims]
     verdicts: list[VerifiedClaim | None] = [None] * len(claims)
@@ -225,7 +227,7 @@ async def run_claims(
 
     # every chunk finishes (and is paid for) even when one fails, so the failure carries their usage
     try:
-        answers: list[JudgeReply | BaseException] = await asyncio.gather(
+        answers: list[JudgeReply[ClaimVerification] | BaseException] = await asyncio.gather(
             *(judge.complete(verify_request(claims, [p.text for p in chunk], repeat)) for chunk in chunks),
             return_exceptions=True,
         )
@@ -241,7 +243,7 @@ async def run_claims(
     replies = [a for a in answers if isinstance(a, JudgeReply)]
     repairs: list[str] = []
     for chunk, chunk_reply in zip(chunks, replies, strict=True):  # gather: one reply per chunk
-        result: ClaimVerification = chunk_reply.value  # type: ignore[assignment]
+        result = chunk_reply.value
         repairs += [r for r in result.repairs if r not in repairs]
         for v in result.verdicts:
             local = v.context
@@ -405,7 +407,7 @@ class ClaimMetric(JudgeHolder):
         score: float | None,
         started: float,
         *,
-        status: str = "ok",
+        status: Status = "ok",
         message: str | None = None,
         reasoning: str = "",
         claims: list[ClaimRecord] | None = None,

@@ -97,10 +97,11 @@ def check_flag(value: object, option: str, owner: str) -> bool:
 
 def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None) -> Scored:
     """A judge (or embedding provider) failure as a result without a score: status, message, usage spent."""
-    status = exc.status if exc.status in STATUSES else "provider_error"
+    # a user's own judge may raise a JudgeError with a status of its own: not one a result may carry
+    status: Status = exc.status if exc.status in STATUSES else "provider_error"
     return Scored(
         score=None,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         message=str(exc),
         judge=judge,
         usage=spent_by(exc),
