@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragmetrics._textnorm import tokens_for_chars as _tokens
 from ragmetrics.errors import InvalidInputError
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.pricing import cost_usd
@@ -37,10 +38,6 @@ _VERDICT_OVERHEAD_CHARS = 130
 """Characters of one verdict's JSON besides the quote: index, verdict, context, a one-line reason."""
 _CLAIM_OVERHEAD_CHARS = 45
 """Characters of one extracted claim's JSON besides its text and span."""
-
-
-def _tokens(chars: int) -> int:
-    return -(-chars // 4)
 
 
 @cache

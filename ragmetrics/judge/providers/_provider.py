@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from ragmetrics._textnorm import tokens_for_chars
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import metering
 from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
@@ -362,5 +363,5 @@ class ProviderJudge(ABC):
 
 
 def _prompt_estimate(request: JudgeRequest[BaseModel]) -> int:
-    """Prompt tokens of a request, estimated as characters / 4 (for the tokens-per-minute cap)."""
-    return sum(len(m.content) for m in request.messages) // 4 + 1
+    """Prompt tokens of a request, estimated (for the tokens-per-minute cap)."""
+    return tokens_for_chars(sum(len(m.content) for m in request.messages))

@@ -13,7 +13,6 @@ RAG metrics on one sample cost two calls together.
 from __future__ import annotations
 
 import time
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any, ClassVar
 from rapidfuzz import fuzz
 
 from ragmetrics._aio import run_sync
+from ragmetrics._textnorm import CHARS_PER_TOKEN, estimate_tokens, normalize_for_match
 from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
@@ -50,23 +50,6 @@ QUOTE_MIN_RATIO = 90.0
 """Fuzzy ratio (0-100) at which an evidence quote counts as found in its context."""
 
 
-def estimate_tokens(text: str) -> int:
-    """A provider-neutral token estimate (about four characters per token)."""
-    return len(text) // 4 + 1
-
-
-def normalize_for_match(text: str) -> str:
-    """Casefold, unify quotes and dashes, and collapse white space: how quotes are compared."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = text.translate(_QUOTES)
-    return " ".join(text.split()).strip(" .,;:!?\"'")
-
-
-_QUOTES = str.maketrans(
-    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"}
-)
-
-
 def quote_found(quote: str, context: str) -> bool:
     """Whether ``quote`` appears in ``context``: exactly after normalisation, or with fuzzy ratio >= 90."""
     q = normalize_for_match(quote)
@@ -88,7 +71,7 @@ class _Piece:
 def chunk_contexts(contexts: Sequence[str], budget_tokens: int) -> list[list[_Piece]]:
     """Group contexts into chunks of at most ``budget_tokens`` (estimated), splitting oversize ones."""
     pieces: list[_Piece] = []
-    limit_chars = budget_tokens * 4
+    limit_chars = budget_tokens * CHARS_PER_TOKEN
     for i, text in enumerate(contexts):
         if estimate_tokens(text) <= budget_tokens:
             pieces.append(_Piece(i, text))
