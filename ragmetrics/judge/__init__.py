@@ -5,6 +5,12 @@
 ``vertex:...``, ``offline``), a provider SDK client object or a Judge object into a caching judge.
 Provider SDKs are imported only when a provider judge makes its first call.
 
+Modules: ``base`` (the Judge protocol, requests and replies), ``cache`` (the judge cache) over
+``store`` (the in-memory LRU memo and the disk folder, shared with the embedding cache), ``schema``
+(response schemas in strict form), ``retry``, ``limits``, ``breaker``, ``metering`` and ``pricing``
+(what every network call goes through), ``providers/`` (the SDK adapters) and ``offline/`` (the
+heuristic judge).
+
 Ownership: a judge ragmetrics builds (from a spec or around a client) is closed by ragmetrics after
 each run; a Judge object or SDK client the user passed in is never closed by it.
 """

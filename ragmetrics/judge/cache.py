@@ -19,7 +19,6 @@ import asyncio
 import hashlib
 import json
 import time
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragmetrics.errors import JudgeError
-from ragmetrics.judge._store import DiskStore, LruMemo
 from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest, ModelT
+from ragmetrics.judge.store import CacheCounts, DiskStore, LruMemo
 from ragmetrics.score import Usage
 
 __all__ = ["CacheStats", "CachingJudge", "cache_key", "canonical_sha256"]
@@ -70,16 +69,8 @@ def canonical_sha256(payload: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-@dataclass(slots=True)
-class CacheStats:
-    """Hits and misses of one caching judge."""
-
-    hits: int = 0
-    """Replies served from the disk cache, or from memory when an earlier run stored them."""
-    shared: int = 0
-    """Requests that joined an identical request in flight or repeated one answered in this run."""
-    misses: int = 0
-    """Requests that went to the judge."""
+CacheStats = CacheCounts
+"""Hits, shared requests and misses of one caching judge (the counters every cache keeps)."""
 
 
 class CachingJudge:
