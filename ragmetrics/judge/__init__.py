@@ -24,6 +24,7 @@ from typing import Any
 from ragmetrics.errors import ConfigError, OfflineJudgeWarning
 from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest, Message
 from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.judge.pricing import load_prices
 from ragmetrics.settings import (
     default_cache_dir,
     default_judge_spec,
@@ -93,8 +94,6 @@ def make_judge(
 def _prices(prices: Any) -> Any:
     """The price table: the one given, else ``RAGMETRICS_PRICES``'s file, else None (the bundled one)."""
     if prices is None and prices_file() is not None:
-        from ragmetrics.judge.pricing import load_prices
-
         return load_prices(prices_file())
     return prices
 

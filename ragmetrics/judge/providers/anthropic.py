@@ -15,6 +15,7 @@ instructor, which would otherwise render every message as a Jinja2 template.
 from __future__ import annotations
 
 import importlib.util
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from pydantic import BaseModel
@@ -38,8 +39,6 @@ def sdk_takes_temperature() -> bool:
     Read from the package's version, without importing it: constructing a judge must stay cheap
     (the SDK is imported on the first call). A test checks this against the SDK's real signature.
     """
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         major = version("anthropic").split(".", 1)[0]
     except PackageNotFoundError:  # not installed: the first call says so

@@ -12,6 +12,7 @@ RAG metrics on one sample cost two calls together.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -206,8 +207,6 @@ async def run_claims(
     if not verify or not claims or not sample.contexts:
         return ClaimsOutcome(extraction, verdicts, usage)
     chunks = chunk_contexts(sample.contexts, budget_tokens)
-    import asyncio
-
     # every chunk finishes (and is paid for) even when one fails, so the failure carries their usage
     try:
         answers: list[JudgeReply[ClaimVerification] | BaseException] = await asyncio.gather(
