@@ -9,6 +9,7 @@ than as text. :func:`build_payload` documents the layout.
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -216,7 +217,7 @@ class _Finder:
     """
 
     def __init__(self) -> None:
-        self._folded: dict[int, tuple[str, list[int], list[int]]] = {}
+        self._folded: dict[int, tuple[str, array[int], array[int]]] = {}
 
     def locate(self, text: str, needle: str, start: int = 0) -> tuple[int, int] | None:
         """``(start, end)`` code-point offsets of ``needle`` in ``text`` (from ``start`` first), or None."""
@@ -237,7 +238,7 @@ class _Finder:
             return None
         return starts[k], ends[k + len(probe) - 1]
 
-    def _fold(self, text: str) -> tuple[str, list[int], list[int]]:
+    def _fold(self, text: str) -> tuple[str, array[int], array[int]]:
         key = id(text)
         got = self._folded.get(key)
         if got is None:
