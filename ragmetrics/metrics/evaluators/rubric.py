@@ -34,6 +34,7 @@ from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
 from ragmetrics.judge.base import ModelT
 from ragmetrics.judge.metering import note_unclaimed
 from ragmetrics.metrics._judged import JudgeHolder
+from ragmetrics.metrics.base import Needs
 from ragmetrics.metrics.evaluators._rubric_schemas import (
     EvaluationSteps,
     GEvalGrade,
@@ -103,6 +104,7 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
     """Judge resolution (lazy, cached), sharing with the pipeline, and the sync twin that closes clients."""
 
     _prompt_ids: tuple[str, ...] = ()
+    needs = Needs(judge=True, shares_judge=True)
 
     def __init__(
         self,
