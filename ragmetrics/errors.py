@@ -24,9 +24,10 @@ the adapters that call the SDKs (``raise ... from exc``); nothing above the judg
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ragmetrics.score import Status
+if TYPE_CHECKING:  # score.py imports pydantic; errors stays light (``ragmetrics --help`` loads it)
+    from ragmetrics.score import Status
 
 __all__ = [
     "CacheError",
