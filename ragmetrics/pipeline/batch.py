@@ -31,7 +31,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,6 +69,7 @@ class BatchOptions:
             resubmissions); a request still unanswered after that gets status ``provider_error``.
         resubmits: How many times a request that failed transiently (429, 5xx, expired) is sent again.
         max_requests: Requests per provider batch (OpenAI takes 50,000, Anthropic 100,000).
+        notify: Called with a one-line message at each submission and poll (the CLI prints them).
     """
 
     directory: str | Path | None = None
@@ -78,6 +79,7 @@ class BatchOptions:
     max_rounds: int = 8
     resubmits: int = 2
     max_requests: int = 10_000
+    notify: Callable[[str], Any] | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.poll_interval_s, int | float) and 0 <= self.poll_interval_s < math.inf):
@@ -232,6 +234,12 @@ async def evaluate_in_batches(
             lane.ledger.close()
 
 
+def _tell(options: BatchOptions, message: str) -> None:
+    log.info("%s", message)
+    if options.notify is not None:
+        options.notify(message)
+
+
 async def _submit(lane: _Lane, options: BatchOptions) -> int:
     """Send the lane's deferred requests as provider batches; returns how many were sent."""
     items = lane.deferring.take_outbox()
@@ -239,7 +247,7 @@ async def _submit(lane: _Lane, options: BatchOptions) -> int:
         chunk = items[start : start + options.max_requests]
         batch_id = await lane.api.submit(chunk)
         lane.ledger.add_batch(batch_id, lane.real.info.provider, lane.real.info.spec, [c for c, _ in chunk])
-        log.info("submitted batch %s (%d requests) to %s", batch_id, len(chunk), lane.real.info.spec)
+        _tell(options, f"submitted batch {batch_id} ({len(chunk)} requests) to {lane.real.info.spec}")
     return len(items)
 
 
@@ -252,13 +260,14 @@ async def _collect(lanes: list[_Lane], options: BatchOptions, started: float) ->
                 state = await lane.api.poll(record["id"])
                 if not state.ended:
                     waiting.append(record["id"])
-                    log.info("batch %s: %s (%s)", state.id, state.status, state.progress)
+                    _tell(options, f"batch {state.id}: {state.status} ({state.progress})")
                     continue
                 custom_ids = lane.ledger.custom_ids(record["id"])
                 results = await lane.api.results(record["id"], custom_ids)
                 for custom_id, reply in results.items():
                     lane.ledger.add_reply(custom_id, reply)
                 lane.ledger.mark_collected(record["id"], state.status)
+                _tell(options, f"batch {state.id}: {state.status} ({state.progress}); results read")
         if not waiting:
             return
         waited = time.monotonic() - started
