@@ -182,7 +182,8 @@ def test_resume_in_a_new_process(srv, tmp_path):
         " 'contexts': ['Python is an interpreted language created by Guido van Rossum in 1991.']}]\n"
         "m = FaithfulnessMetric(llm=sys.argv[1])\n"
         "try:\n"
-        "    EvaluationPipeline([m], batch={'max_wait_s': 0, 'directory': sys.argv[2]}, progress=False).run(rows)\n"
+        "    batch = {'max_wait_s': 0, 'directory': sys.argv[2]}\n"
+        "    EvaluationPipeline([m], batch=batch, progress=False).run(rows)\n"
         "except BatchPendingError:\n"
         "    sys.exit(3)\n"
     )
@@ -216,6 +217,7 @@ def test_batch_mode_refuses_what_it_cannot_do(srv):
         EvaluationPipeline(metrics(srv), batch={"poll": 1})
     with pytest.raises(ConfigError, match="max_rounds"):
         BatchOptions(max_rounds=1)
+
     def length_ok(sample: Any) -> float:
         return 1.0
 
