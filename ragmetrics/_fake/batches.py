@@ -555,7 +555,10 @@ def _read_jsonl(data: bytes, endpoint: str) -> tuple[list[tuple[str, dict[str, A
         if len(errors) < 100:
             errors.append({"code": code, "message": message, "param": None, "line": n})
 
-    for n, text in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+    content = data.decode("utf-8", "replace")
+    content = content[:-1] if content.endswith("\n") else content
+    for n, text in enumerate(content.split("\n"), start=1):  # JSONL lines end at \n only (not U+2028...)
+        text = text.removesuffix("\r")
         if not text.strip():
             error(n, "invalid_json_line", "blank lines are not allowed")
             continue

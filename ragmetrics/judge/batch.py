@@ -350,13 +350,16 @@ class DeferringJudge:
         for reply in conversation["replies"]:
             p, c = _tokens(reply)
             prompt, completion = prompt + p, completion + c
-        usage = self._usage(conversation, prompt, completion)
+        replies = conversation["replies"]
+        reasks = sum(1 for r in replies[:-1] if isinstance(r, tuple | list) and r[0] == 200)
+        usage = self._usage(conversation, prompt, completion, reasks=reasks)
         kind = JudgeOutputError if failure.status in ("judge_output_invalid", "truncated") else JudgeError
         return kind(
             f"{failure.message} (through the {self.info.provider} batch API)",
             provider=self.info.provider,
             model=self.info.model,
             attempts=usage.calls,
+            reasks=usage.reasks,
             status=failure.status,
             http_status=failure.http_status,
             hint=failure.hint,

@@ -185,7 +185,7 @@ class OpenAIBatches(BatchAPI):
             raise self._fail(f"read the results of batch {batch_id}", exc) from exc
         found: dict[str, Reply] = {}
         for text in texts:
-            for raw in text.splitlines():
+            for raw in text.split("\n"):
                 line = _json_line(raw)
                 custom_id = line.get("custom_id")
                 if isinstance(custom_id, str):
