@@ -222,6 +222,10 @@ class DeferringJudge:
         """Conversations this run read or wrote (forgotten when the run ends)."""
         self.last_round = False
         """Defer nothing: a request that still needs a batch fails (the run is out of rounds)."""
+        self.in_flight: set[str] = set()
+        """custom_ids in batches submitted and not collected yet (the runner keeps this up to date). A
+        conversation waiting for a custom_id outside it was left by a run stopped between deferring and
+        submitting: its request is deferred again."""
 
     def take_outbox(self) -> list[tuple[str, dict[str, Any]]]:
         """The requests deferred since the last call, emptying the outbox."""
@@ -254,7 +258,9 @@ class DeferringJudge:
             }
         self.touched.add(cid)
         if conversation["pending"] is not None:
-            raise self._deferred()  # sent in a batch that has not ended yet
+            if conversation["pending"] in self.in_flight:
+                raise self._deferred()  # sent in a batch that has not ended yet
+            conversation["pending"] = None  # never submitted: defer it again, under a new custom_id
         while True:
             replies = conversation["replies"]
             if replies and isinstance(replies[-1], dict):  # the last request was never answered

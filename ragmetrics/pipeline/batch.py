@@ -140,6 +140,8 @@ def _lanes(pipeline: EvaluationPipeline, options: BatchOptions) -> list[_Lane]:
         inner = api.judge
         ledger = BatchLedger(ledger_folder(options.folder(), inner))
         deferring = DeferringJudge(inner, real, ledger, resubmits=options.resubmits)
+        for record in ledger.open_batches():
+            deferring.in_flight.update(ledger.custom_ids(record["id"]))
         lanes.append(_Lane(real, deferring, api, ledger))
     if not lanes:
         raise ConfigError(
@@ -246,7 +248,9 @@ async def _submit(lane: _Lane, options: BatchOptions) -> int:
     for start in range(0, len(items), options.max_requests):
         chunk = items[start : start + options.max_requests]
         batch_id = await lane.api.submit(chunk)
-        lane.ledger.add_batch(batch_id, lane.real.info.provider, lane.real.info.spec, [c for c, _ in chunk])
+        custom_ids = [c for c, _ in chunk]
+        lane.ledger.add_batch(batch_id, lane.real.info.provider, lane.real.info.spec, custom_ids)
+        lane.deferring.in_flight.update(custom_ids)
         _tell(options, f"submitted batch {batch_id} ({len(chunk)} requests) to {lane.real.info.spec}")
     return len(items)
 
@@ -266,6 +270,7 @@ async def _collect(lanes: list[_Lane], options: BatchOptions, started: float) ->
                 results = await lane.api.results(record["id"], custom_ids)
                 for custom_id, reply in results.items():
                     lane.ledger.add_reply(custom_id, reply)
+                lane.deferring.in_flight.difference_update(custom_ids)
                 lane.ledger.mark_collected(record["id"], state.status)
                 _tell(options, f"batch {state.id}: {state.status} ({state.progress}); results read")
         if not waiting:

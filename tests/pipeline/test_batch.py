@@ -241,3 +241,15 @@ def test_estimate_shows_the_batch_price_beside_the_real_time_one(srv):
     assert estimate.cost_usd > 0 and estimate.batch_cost_usd == pytest.approx(estimate.cost_usd / 2)
     assert "with --batch" in str(estimate)
     assert srv.calls.total() == 0
+
+
+def test_a_run_stopped_between_deferring_and_submitting_defers_those_requests_again(srv, tmp_path):
+    from ragmetrics.errors import JudgeError
+
+    ledger = {**FAST, "directory": tmp_path / "ledger"}
+    srv.on(lambda r: r.endpoint == "batches" and r.method == "POST", FakeReply(status=400), times=1)
+    with pytest.raises(JudgeError, match="batch API failed to submit"):
+        EvaluationPipeline(metrics(srv), batch=ledger, progress=False).run(ROWS)
+    assert srv.batches == []  # the requests were deferred (and remembered) but never submitted
+    results = EvaluationPipeline(metrics(srv), batch=ledger, progress=False).run(ROWS)
+    assert not any(r.errors for r in results) and [len(b.custom_ids) for b in srv.batches] == [3, 2]
