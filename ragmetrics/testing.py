@@ -69,7 +69,8 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Literal
 
-from ragmetrics._fake.batches import BatchStore, FakeBatch, FakeBatchPlan, Outcome
+from ragmetrics._fake.batch_wire import FakeBatchPlan, Outcome
+from ragmetrics._fake.batches import BatchStore, FakeBatch
 from ragmetrics._fake.dialects import DIALECTS
 from ragmetrics._fake.records import Endpoint as Endpoint  # re-exported: the type of FakeRequest.endpoint
 from ragmetrics._fake.records import FakeReply, FakeRequest, FakeRule, Faults
