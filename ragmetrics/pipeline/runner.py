@@ -133,6 +133,7 @@ class EvaluationPipeline:
         progress: bool | None = None,
         callbacks: Sequence[Callable[[PipelineEvent], Any]] = (),
         columns: Mapping[str, str] | None = None,
+        batch: Any = False,
     ) -> None:
         if isinstance(metrics, (str, bytes)) or not isinstance(metrics, Sequence) or not metrics:
             raise ConfigError("EvaluationPipeline needs a non-empty list of metrics")
@@ -174,6 +175,16 @@ class EvaluationPipeline:
         self.callbacks = list(callbacks)
         self.columns = dict(columns or {})
         Dataset([], columns=self.columns)  # checks the mapping's field names now
+        self.batch = None
+        if batch is not False and batch is not None:
+            from ragmetrics.pipeline.batch import batch_options
+
+            self.batch = batch_options(batch)
+            if max_cost_usd is not None:
+                raise ConfigError(
+                    "EvaluationPipeline: max_cost_usd does not apply in batch mode (a batch is paid when it "
+                    "is submitted); check the price first with estimate(), which shows the batch price"
+                )
         self._needs_contexts = any(c.needs.contexts for c in self._calls)
         self._required = (
             ("answer",)
@@ -221,6 +232,10 @@ class EvaluationPipeline:
             RagMetricsError: ``raise_on_error=True`` and a sample failed.
         """
         ds = self._dataset(dataset, questions, answers, contexts, references, ids, columns)
+        if self.batch is not None:
+            from ragmetrics.pipeline.batch import evaluate_in_batches
+
+            return await evaluate_in_batches(self, ds, self.batch)
         box: list[RunState] = []
         records: list[EvaluationResult] = []
         async for record in self._records(ds, box):
@@ -245,6 +260,10 @@ class EvaluationPipeline:
         Memory stays bounded whatever the dataset's length: rows are read lazily and only
         ``concurrency`` samples are in flight.
         """
+        if self.batch is not None:
+            raise ConfigError(
+                "EvaluationPipeline: stream() does not run in batch mode; use evaluate() or run()"
+            )
         ds = self._dataset(dataset, questions, answers, contexts, references, ids, columns)
         box: list[RunState] = []
         return PipelineRun(self._records(ds, box), box)
