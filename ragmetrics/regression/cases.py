@@ -26,7 +26,6 @@ import os
 import re
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from numbers import Real
@@ -36,6 +35,7 @@ from typing import Any, TypedDict, cast
 
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.regression.case_result import CaseResult, Violation, judge_value
 
 __all__ = [
@@ -208,10 +208,18 @@ class CollectError:
     """The file, as shown in reports."""
     path: Path
     """The file."""
-    error: str
-    """``ExceptionType: message``."""
-    traceback: str
-    """The formatted traceback, importlib frames left out."""
+    failure: ErrorRecord
+    """What the import raised, as the one failure record (traceback without importlib's frames)."""
+
+    @property
+    def error(self) -> str:
+        """``ExceptionType: message``."""
+        return self.failure.summary
+
+    @property
+    def traceback(self) -> str:
+        """The formatted traceback, importlib frames left out."""
+        return self.failure.traceback or ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -334,17 +342,12 @@ def collect_module(module: ModuleType, path: Path) -> list[EvalCase]:
     return cases
 
 
-def _format_exception(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    kept = [
-        f
-        for f in frames
-        if "importlib._bootstrap" not in f.filename
-        and not f.filename.endswith(os.path.join("ragmetrics", "regression", "cases.py"))
-    ]
-    lines = ["Traceback (most recent call last):\n", *traceback.format_list(kept or frames)]
-    lines += traceback.format_exception_only(type(exc), exc)
-    return "".join(lines)
+_HIDE = (os.path.join("ragmetrics", "regression", "cases.py"),)
+"""This module's frames are left out of a case's traceback (importlib's always are)."""
+
+
+def _failure(exc: BaseException) -> ErrorRecord:
+    return failure_from(exc, traceback=True, hide=_HIDE)
 
 
 def collect_cases(paths: Iterable[str | os.PathLike[str]]) -> Collection:
@@ -363,19 +366,10 @@ def collect_cases(paths: Iterable[str | os.PathLike[str]]) -> Collection:
         try:
             module = import_path(file)
         except (Exception, SystemExit) as exc:
-            errors.append(
-                CollectError(
-                    id=_display(file), path=file, error=_one_line(exc), traceback=_format_exception(exc)
-                )
-            )
+            errors.append(CollectError(id=_display(file), path=file, failure=_failure(exc)))
             continue
         cases.extend(collect_module(module, file))
     return Collection(cases=cases, errors=errors, files=files)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {shorten(text[0], 300)}" if text else type(exc).__name__
 
 
 def _keyword_matcher(expression: str) -> Callable[[EvalCase], bool]:
@@ -504,9 +498,7 @@ async def _run_once(case: EvalCase, *, threshold: float | None) -> CaseResult:
         if inspect.isawaitable(value):
             value = await value
     except (Exception, SystemExit) as exc:
-        return CaseResult(
-            name=case.id, outcome="error", error=_one_line(exc), traceback=_format_exception(exc), **bounds
-        )
+        return error_result(_failure(exc), name=case.id, **bounds)
     return judge_value(value, name=case.id, elapsed_ms=(time.perf_counter() - start) * 1000.0, **bounds)
 
 
@@ -543,6 +535,16 @@ def run_cases_sync(
     return run_sync(run_cases(cases, threshold=threshold, concurrency=concurrency, warm=warm))
 
 
-def error_result(error: CollectError) -> CaseResult:
-    """The ``error`` result reported for a file that failed to import."""
-    return CaseResult(name=error.id, outcome="error", error=error.error, traceback=error.traceback)
+def error_result(error: CollectError | ErrorRecord, *, name: str | None = None, **bounds: Any) -> CaseResult:
+    """The ``error`` result of a file that failed to import, or of a case whose failure record is given.
+
+    Args:
+        error: The file's collection error, or a case's failure record.
+        name: The case id (a collection error names its file).
+        bounds: The case's bounds and tags, kept on the result.
+    """
+    failure = error.failure if isinstance(error, CollectError) else error
+    label = error.id if isinstance(error, CollectError) else name or "?"
+    return CaseResult(
+        name=label, outcome="error", error=failure.summary, traceback=failure.traceback, **bounds
+    )

@@ -37,6 +37,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragmetrics.errors import ConfigError, InvalidInputError, RagMetricsError, shorten
+from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.metrics.evaluators.base import Evaluator
 from ragmetrics.metrics.evaluators.factory import PRIMARY_OPTION, make_evaluator
 from ragmetrics.metrics.evaluators.rubric import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
@@ -327,7 +328,9 @@ class CaseOutcome(BaseModel):
     results: list[MetricResult] = Field(default_factory=list)
     """One result per evaluator, in the case's order."""
     errors: list[str] = Field(default_factory=list)
-    """Evaluators or outputs that failed with an exception (the case then fails)."""
+    """Evaluators or outputs that failed with an exception (the case then fails), one line each."""
+    failures: list[ErrorRecord] = Field(default_factory=list)
+    """The failure records behind ``errors``, in the same order (type, message, traceback, usage)."""
 
 
 class SuiteOutcome(BaseModel):
@@ -434,7 +437,7 @@ async def run_suite(
     if isinstance(model_outputs, str):
         raise ConfigError("run_suite: model_outputs must be a mapping, a list or a function, not a string")
     from ragmetrics.pipeline.progress import ProgressBar
-    from ragmetrics.pipeline.runner import failure_record, share_judges
+    from ragmetrics.pipeline.runner import share_judges
 
     judges = share_judges([c.evaluator for case in suite.cases for c in case.evaluators])
     bar = ProgressBar(len(suite.cases), enabled=progress)
@@ -457,13 +460,14 @@ async def run_suite(
         try:
             output, model_usage = await bounded(_output_for(case, index, model_outputs))
         except Exception as exc:  # noqa: BLE001 - one case's failure is recorded, the rest go on
-            record = failure_record(exc, row=index)
+            record = failure_from(exc, row=index)
             return CaseOutcome(
                 id=case.id,
                 passed=False,
                 passing=case.passing,
                 output=None,
                 errors=[f"model output: {record.type}: {shorten(record.message, 300)}"],
+                failures=[record],
             ), Usage()
         settled = await asyncio.gather(
             *(
@@ -474,17 +478,25 @@ async def run_suite(
         )
         results: list[MetricResult] = []
         errors = []
+        failures = []
         for check, item in zip(case.evaluators, settled, strict=True):
             if isinstance(item, MetricResult):
                 results.append(item)
             elif isinstance(item, Exception):
-                record = failure_record(item, metric=check.evaluator.name, row=index)
+                record = failure_from(item, metric=check.evaluator.name, row=index)
+                failures.append(record)
                 errors.append(f"{check.evaluator.name}: {record.type}: {shorten(record.message, 300)}")
             else:  # a BaseException such as cancellation: let it through
                 raise item
         passed = not errors and case.verdict(results) if case.passing == "all" else case.verdict(results)
         return CaseOutcome(
-            id=case.id, passed=passed, passing=case.passing, output=output, results=results, errors=errors
+            id=case.id,
+            passed=passed,
+            passing=case.passing,
+            output=output,
+            results=results,
+            errors=errors,
+            failures=failures,
         ), model_usage
 
     try:

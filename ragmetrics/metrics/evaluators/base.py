@@ -32,9 +32,10 @@ from typing import Any, ClassVar
 from ragmetrics._aio import run_sync
 from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError
+from ragmetrics.failure import failure_from
 from ragmetrics.metrics.base import check_threshold
 from ragmetrics.sample import Sample, check_text
-from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage, spent_by
+from ragmetrics.score import JudgeInfo, MetricResult, Status, Usage
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -95,16 +96,15 @@ def check_flag(value: object, option: str, owner: str) -> bool:
     return value
 
 
-def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None) -> Scored:
-    """A judge (or embedding provider) failure as a result without a score: status, message, usage spent."""
-    status = exc.status if exc.status in STATUSES else "provider_error"
-    return Scored(
-        score=None,
-        status=status,  # type: ignore[arg-type]
-        message=str(exc),
-        judge=judge,
-        usage=spent_by(exc),
-    )
+def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None, *, usage: Usage | None = None) -> Scored:
+    """A judge (or embedding provider) failure as a result without a score: status, message, usage spent.
+
+    Args:
+        exc: The failure.
+        judge: The judge that failed.
+        usage: What the whole evaluation spent, when more than the failed call (earlier steps).
+    """
+    return Scored(score=None, judge=judge, **failure_from(exc, usage=usage).result_fields())
 
 
 def _check_text(value: object, field_name: str, owner: str) -> str:

@@ -34,11 +34,11 @@ import inspect
 import json
 import math
 import numbers
-import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
+from ragmetrics.failure import failure_from
 from ragmetrics.metrics.evaluators._js_pool import JsOutcome, shared_pool
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator, Scored
 
@@ -191,11 +191,12 @@ class CustomEvaluator(Evaluator):
             try:
                 value = await self._call_python(prediction)
             except Exception as exc:  # noqa: BLE001 - the user's function failing is data, not a crash
+                failure = failure_from(exc, traceback=True)
                 return Scored(
                     score=None,
                     status="invalid_input",
-                    message=f"custom: the function raised {type(exc).__name__}: {shorten(str(exc), 300)}",
-                    details={"traceback": shorten("".join(traceback.format_exception(exc)), 4000)},
+                    message=f"custom: the function raised {failure.type}: {shorten(str(exc), 300)}",
+                    details={"traceback": shorten(failure.traceback or "", 4000)},
                 )
         score, details, problem = _coerce(value)
         if problem is not None or score is None:

@@ -447,14 +447,7 @@ class GEvalEvaluator(_JudgedEvaluator):
             note_unclaimed(usage)
             raise
         except JudgeError as exc:
-            failed = judge_failure(exc, info)
-            return Scored(
-                score=None,
-                status=failed.status,
-                message=failed.message,
-                usage=usage + spent_by(exc),
-                judge=info,
-            )
+            return judge_failure(exc, info, usage=usage + spent_by(exc))
         usage = usage + reply.usage
         value: GEvalGrade = reply.value  # type: ignore[assignment]
         verdict = "passes" if value.passed else "fails"
