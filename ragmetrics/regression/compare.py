@@ -36,14 +36,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from numbers import Real
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ragmetrics.errors import ConfigError
-
-if TYPE_CHECKING:
-    from ragmetrics.regression.snapshot import Snapshot, SnapshotResult
+from ragmetrics.regression.snapshot_schema import CORE_METRICS, Snapshot, SnapshotResult
 
 __all__ = [
     "CORE_METRICS",
@@ -58,8 +56,6 @@ __all__ = [
     "paired_test",
 ]
 
-CORE_METRICS = ("score", "cost_usd", "latency_ms")
-"""The metrics every result has; named quality metrics come on top."""
 DEFAULT_THRESHOLDS: dict[str, float | None] = {"score": -0.02, "cost_usd": 0.10, "latency_ms": 0.20}
 """Allowed relative change per metric: score may drop 2%, cost rise 10%, latency rise 20%."""
 DEFAULT_MIN_CHANGE: dict[str, float] = {"latency_ms": 20.0}
