@@ -39,15 +39,13 @@ from pydantic import BaseModel, Field
 from ragmetrics.errors import ConfigError, InvalidInputError, RagMetricsError, shorten
 from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.metrics.evaluators.base import Evaluator
-from ragmetrics.metrics.evaluators.factory import PRIMARY_OPTION, make_evaluator
-from ragmetrics.metrics.evaluators.rubric import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
+from ragmetrics.metrics.evaluators.factory import PRIMARY_OPTION, evaluator_options, make_evaluator
 from ragmetrics.sample import check_text
 from ragmetrics.score import MetricResult, Usage
 
 __all__ = ["Case", "CaseOutcome", "Check", "Suite", "SuiteOutcome", "run_suite"]
 
 Passing = Literal["all", "any"]
-_JUDGED_TYPES = frozenset({LLMJudgeEvaluator.name, LLMRubricEvaluator.name, GEvalEvaluator.name})
 _CASE_KEYS = frozenset({"id", "description", "input", "expected", "output", "passing", "evaluators"})
 _SUITE_KEYS = frozenset({"name", "description", "llm", "embeddings", "cases"})
 
@@ -235,15 +233,10 @@ def _check(raw: Any, where: str, defaults: Mapping[str, Any]) -> Check:
     value = None
     if "value" in options and type_name not in PRIMARY_OPTION:
         value = options.pop("value")
-    if type_name in _JUDGED_TYPES and "llm" not in options and defaults.get("llm") is not None:
-        options["llm"] = defaults["llm"]
-    if (
-        type_name == "cosine_similarity"
-        and "embeddings" not in options
-        and defaults.get("embeddings") is not None
-    ):
-        options["embeddings"] = defaults["embeddings"]
     try:
+        for key in ("llm", "embeddings"):  # the suite's judge and embedder, for evaluators that take one
+            if key not in options and defaults.get(key) is not None and key in evaluator_options(type_name):
+                options[key] = defaults[key]
         evaluator = make_evaluator(type_name, **options)
     except RagMetricsError as exc:
         raise ConfigError(f"{where}: {exc}") from exc

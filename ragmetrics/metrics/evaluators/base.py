@@ -129,6 +129,13 @@ class Evaluator:
     """Snake_case type name used in config files, reports and the CLI."""
     structured_reference: ClassVar[bool] = False
     """Whether ``reference`` may be a parsed JSON value instead of a string (``json_match``)."""
+    by_name: ClassVar[bool] = False
+    """Whether its name alone builds it (``--metrics rouge``, ``evaluate(metrics=["rouge"])``): it
+    needs no option beyond a threshold, no judge and no embedder."""
+    primary_option: ClassVar[str | None] = None
+    """The constructor argument a config entry may give as ``value`` (``regex``: ``pattern``)."""
+    judged: ClassVar[bool] = False
+    """Whether it asks an LLM judge (and so takes the judge settings as config options)."""
     _inline_chars: ClassVar[int] = INLINE_CHARS
     """Largest input :meth:`_score` scores on the event loop; -1 sends every input to a thread."""
 
@@ -272,6 +279,8 @@ class GradedEvaluator(Evaluator):
 
     ``rouge``, ``bleu``, ``levenshtein`` and ``f1`` take exactly these options.
     """
+
+    by_name = True
 
     def __init__(
         self,

@@ -122,6 +122,7 @@ class CustomEvaluator(Evaluator):
     """
 
     name = "custom"
+    primary_option = "function"
 
     def __init__(
         self,

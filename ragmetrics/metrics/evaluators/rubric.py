@@ -101,6 +101,7 @@ def _messages(system: Prompt, user: str) -> tuple[Message, ...]:
 class _JudgedEvaluator(Evaluator, JudgeHolder):
     """Judge resolution (lazy, cached), sharing with the pipeline, and the sync twin that closes clients."""
 
+    judged = True
     _prompt_ids: tuple[str, ...] = ()
 
     def __init__(
@@ -273,6 +274,7 @@ class LLMRubricEvaluator(_JudgedEvaluator):
     """
 
     name = "llm_rubric"
+    primary_option = "rubric"
     _prompt_ids = ("rubric/system.v1", "rubric/grade.v1")
 
     def __init__(
@@ -342,6 +344,7 @@ class GEvalEvaluator(_JudgedEvaluator):
     """
 
     name = "g_eval"
+    primary_option = "criteria"
     _prompt_ids = ("g_eval/system.v1", "g_eval/steps.v1", "g_eval/grade.v1")
 
     def __init__(

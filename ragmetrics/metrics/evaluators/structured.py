@@ -169,6 +169,7 @@ class JsonValidityEvaluator(Evaluator):
     """
 
     name = "json_validity"
+    by_name = True
 
     def __init__(
         self, *, negate: bool = False, max_chars: int = MAX_CHARS, max_depth: int = MAX_DEPTH
@@ -246,6 +247,7 @@ class JsonMatchEvaluator(Evaluator):
     """
 
     name = "json_match"
+    by_name = True
     structured_reference = True
 
     def __init__(
@@ -429,6 +431,7 @@ class HtmlValidationEvaluator(Evaluator):
     """
 
     name = "html_validation"
+    by_name = True
 
     def __init__(
         self,

@@ -82,6 +82,7 @@ class ExactMatchEvaluator(Evaluator):
     """
 
     name = "exact_match"
+    by_name = True
 
     def __init__(self, *, case_sensitive: bool = True, negate: bool = False) -> None:
         super().__init__(threshold=BINARY_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
@@ -120,6 +121,7 @@ class ContainsEvaluator(Evaluator):
     """
 
     name = "contains"
+    by_name = True
 
     def __init__(self, *, case_sensitive: bool = False, negate: bool = False) -> None:
         super().__init__(threshold=FIXED_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
@@ -238,6 +240,7 @@ class RegexMatchEvaluator(Evaluator):
     """
 
     name = "regex"
+    primary_option = "pattern"
     _inline_chars = -1  # always on a worker thread: even a short output can backtrack until the timeout
 
     def __init__(
