@@ -136,6 +136,9 @@ class Evaluator:
     """The constructor argument a config entry may give as ``value`` (``regex``: ``pattern``)."""
     judged: ClassVar[bool] = False
     """Whether it asks an LLM judge (and so takes the judge settings as config options)."""
+    needs_reference: ClassVar[bool] = False
+    """Whether it compares the output with a reference, so that a sample (or suite case) without one
+    cannot be scored: it gets status ``invalid_input`` naming the field, never a silent 0."""
     _inline_chars: ClassVar[int] = INLINE_CHARS
     """Largest input :meth:`_score` scores on the event loop; -1 sends every input to a thread."""
 
@@ -190,8 +193,38 @@ class Evaluator:
         return run_sync(self.evaluate(prediction, reference, input))
 
     async def evaluate_sample(self, sample: Sample) -> MetricResult:
-        """Score a :class:`~ragmetrics.sample.Sample`: its answer against its reference and question."""
+        """Score a :class:`~ragmetrics.sample.Sample`: its answer against its reference and question.
+
+        Raises:
+            InvalidInputError: The evaluator needs a reference (``needs_reference``) and the sample has
+                none, or only whitespace (the pipeline records it as status ``invalid_input``).
+        """
+        missing = self.missing_reference(sample.reference, row=sample.id)
+        if missing is not None:
+            raise missing
         return await self.evaluate(sample.answer, sample.reference or "", sample.question or "")
+
+    def missing_reference(
+        self, reference: Any, *, field: str = "reference", row: int | str | None = None
+    ) -> InvalidInputError | None:
+        """The error for a missing reference: this evaluator needs one and ``reference`` is None or blank.
+
+        Args:
+            reference: The sample's reference (a suite case's expected value).
+            field: The field's name where it comes from (``reference``; ``expected`` in a suite).
+            row: The sample's id or row, for the message.
+        """
+        if not self.needs_reference:
+            return None
+        if reference is not None and not (isinstance(reference, str) and not reference.strip()):
+            return None
+        kind = "value" if self.structured_reference else "string"
+        return InvalidInputError(
+            field,
+            f"a non-empty {kind} for {self.name}",
+            row=row,
+            detail=f"{self.name} compares the answer with the {field}: give it one, or leave {self.name} out",
+        )
 
     # -- for subclasses ----------------------------------------------------------------------------
 
@@ -281,6 +314,7 @@ class GradedEvaluator(Evaluator):
     """
 
     by_name = True
+    needs_reference = True
 
     def __init__(
         self,

@@ -410,6 +410,7 @@ class EmbeddingDistanceEvaluator(Evaluator):
     """
 
     name = "cosine_similarity"
+    needs_reference = True
 
     def __init__(
         self,

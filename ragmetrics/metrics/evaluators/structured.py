@@ -248,6 +248,7 @@ class JsonMatchEvaluator(Evaluator):
 
     name = "json_match"
     by_name = True
+    needs_reference = True
     structured_reference = True
 
     def __init__(

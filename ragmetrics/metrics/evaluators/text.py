@@ -83,6 +83,7 @@ class ExactMatchEvaluator(Evaluator):
 
     name = "exact_match"
     by_name = True
+    needs_reference = True
 
     def __init__(self, *, case_sensitive: bool = True, negate: bool = False) -> None:
         super().__init__(threshold=BINARY_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
@@ -122,6 +123,7 @@ class ContainsEvaluator(Evaluator):
 
     name = "contains"
     by_name = True
+    needs_reference = True
 
     def __init__(self, *, case_sensitive: bool = False, negate: bool = False) -> None:
         super().__init__(threshold=FIXED_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
