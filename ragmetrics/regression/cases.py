@@ -20,11 +20,10 @@ import asyncio
 import inspect
 import time
 from collections.abc import Sequence
-from numbers import Real
 from typing import Any
 
 from ragmetrics._aio import run_sync
-from ragmetrics.errors import ConfigError
+from ragmetrics._check import check_int, check_number
 from ragmetrics.failure import ErrorRecord
 from ragmetrics.regression.case_result import CaseResult, Violation, judge_value
 from ragmetrics.regression.discovery import (
@@ -66,9 +65,7 @@ __all__ = [
 def _check_threshold(threshold: float | None) -> float | None:
     if threshold is None:
         return None
-    if isinstance(threshold, bool) or not isinstance(threshold, Real) or not 0 <= threshold <= 1:
-        raise ConfigError(f"threshold must be a number in [0, 1], got {threshold!r}")
-    return float(threshold)
+    return check_number(threshold, "threshold", "eval cases", low=0.0, high=1.0)
 
 
 async def run_case(case: EvalCase, *, threshold: float | None = None, warm: bool = False) -> CaseResult:
@@ -126,8 +123,7 @@ async def run_cases(
     Raises:
         ConfigError: ``concurrency`` is below 1 or ``threshold`` is not in [0, 1].
     """
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    check_int(concurrency, "concurrency", "run_cases", minimum=1)
     _check_threshold(threshold)
     limit, sync_turn = asyncio.Semaphore(concurrency), asyncio.Lock()
 

@@ -9,13 +9,12 @@ importing and selecting cases is :mod:`ragmetrics.regression.discovery`; running
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from numbers import Real
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
+from ragmetrics._check import check_number, config_error
 from ragmetrics.errors import ConfigError, shorten
 
 __all__ = ["EvalCase", "EvalCaseMeta", "eval_case"]
@@ -33,13 +32,12 @@ class _Bounds(TypedDict):
 def _bound(name: str, value: object, *, high: float | None = None, positive: bool = False) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise ConfigError(f"eval_case: {name} must be a finite number or None, got {shorten(value, 60)!r}")
-    number = cast(float, value)  # a finite Real; numbers.Real declares no typed comparisons
+    number = check_number(value, name, "eval_case", expected="a finite number or None")
     if number < 0 or (positive and number == 0) or (high is not None and number > high):
         want = f"in [0, {high:g}]" if high is not None else ("> 0" if positive else ">= 0")
-        raise ConfigError(f"eval_case: {name} must be {want}, got {value}")
-    return float(value)
+        want = f"a number {want}"
+        raise config_error("eval_case", name, want, value)
+    return number
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ragmetrics._check import check_int
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.regression.suite_spec import Case, Check, Passing, Suite
@@ -164,8 +165,7 @@ async def run_suite(
     Raises:
         ConfigError: ``max_concurrency`` below 1.
     """
-    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-        raise ConfigError(f"run_suite: max_concurrency must be an integer >= 1, got {max_concurrency!r}")
+    check_int(max_concurrency, "max_concurrency", "run_suite", minimum=1)
     if isinstance(model_outputs, str):
         raise ConfigError("run_suite: model_outputs must be a mapping, a list or a function, not a string")
     from ragmetrics.pipeline._run_loop import run_bounded

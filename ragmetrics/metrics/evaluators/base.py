@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_field, check_flag
 from ragmetrics._version import __version__
-from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError
+from ragmetrics.errors import InvalidInputError, JudgeError
 from ragmetrics.failure import failure_from
 from ragmetrics.metrics.base import check_threshold
 from ragmetrics.sample import Sample, check_text
@@ -85,17 +86,6 @@ def package_version() -> str:
     return __version__
 
 
-def check_flag(value: object, option: str, owner: str) -> bool:
-    """Validate a boolean option at construction time.
-
-    Raises:
-        ConfigError: ``value`` is not a bool.
-    """
-    if not isinstance(value, bool):
-        raise ConfigError(f"{owner}: {option} must be true or false, got {value!r}")
-    return value
-
-
 def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None, *, usage: Usage | None = None) -> Scored:
     """A judge (or embedding provider) failure as a result without a score: status, message, usage spent.
 
@@ -108,9 +98,9 @@ def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None, *, usage: Usa
 
 
 def _check_text(value: object, field_name: str, owner: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidInputError(field_name, "a string", value, detail=f"evaluator {owner}")
-    return check_text(value, field_name)
+    return check_text(
+        check_field(value, field_name, str, "a string", detail=f"evaluator {owner}"), field_name
+    )
 
 
 class Evaluator:

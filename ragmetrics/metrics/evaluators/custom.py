@@ -37,6 +37,7 @@ import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ragmetrics._check import check_int, check_seconds
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
 from ragmetrics.failure import failure_from
 from ragmetrics.metrics.evaluators._js_pool import JsOutcome, shared_pool
@@ -139,16 +140,8 @@ class CustomEvaluator(Evaluator):
                 "(return 1 - score)"
             )
         super().__init__(threshold=threshold)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
-            raise ConfigError(f"custom: timeout must be a number of seconds in (0, 60], got {timeout!r}")
-        if (
-            isinstance(memory_limit_mb, bool)
-            or not isinstance(memory_limit_mb, int)
-            or not 1 <= memory_limit_mb <= 1024
-        ):
-            raise ConfigError(
-                f"custom: memory_limit_mb must be an integer in [1, 1024], got {memory_limit_mb!r}"
-            )
+        check_seconds(timeout, "timeout", "custom")
+        check_int(memory_limit_mb, "memory_limit_mb", "custom", minimum=1, maximum=1024)
         self.timeout = float(timeout)
         self.memory_limit_mb = memory_limit_mb
         if isinstance(function, str):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_option_text
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
 from ragmetrics.judge.metering import note_unclaimed
@@ -66,8 +67,7 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 def _check_criterion(text: object, option: str, owner: str) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"{owner}: {option} must be a non-empty string, got {text!r}")
+    text = check_option_text(text, option, owner)
     unknown = sorted({m.group(1) for m in _PLACEHOLDER.finditer(text)} - {"output", "input"})
     if unknown:
         raise ConfigError(
