@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmetrics.errors import BatchPendingError, ConfigError
 from ragmetrics.judge.batch import BatchLedger, DeferringJudge, ledger_folder
@@ -45,7 +45,24 @@ from ragmetrics.pipeline._metric_call import share_judges
 if TYPE_CHECKING:
     from ragmetrics.pipeline._results import EvaluationResults
     from ragmetrics.pipeline.dataset import Dataset
-    from ragmetrics.pipeline.runner import EvaluationPipeline
+
+
+class BatchedPipeline(Protocol):
+    """What the batch runner needs of ``EvaluationPipeline`` (the runner calls it, not the reverse)."""
+
+    metrics: list[Any]
+    callbacks: list[Any]
+    progress: Any
+    raise_on_error: bool
+
+    def round_twin(self, *, quiet: bool) -> BatchedPipeline:
+        """A real-time twin for one round: quiet, or with the user's events and progress."""
+        ...
+
+    async def evaluate(self, data: Any) -> EvaluationResults:
+        """Score ``data`` in real time."""
+        ...
+
 
 __all__ = ["BatchOptions", "batch_options", "evaluate_in_batches"]
 
@@ -133,7 +150,7 @@ class _Lane:
     ledger: BatchLedger
 
 
-def _lanes(pipeline: EvaluationPipeline, options: BatchOptions) -> list[_Lane]:
+def _lanes(pipeline: BatchedPipeline, options: BatchOptions) -> list[_Lane]:
     lanes = []
     for real in share_judges(pipeline.metrics):
         api = batch_api_for(real.inner)  # ConfigError for the offline judge and the unsupported
@@ -151,24 +168,7 @@ def _lanes(pipeline: EvaluationPipeline, options: BatchOptions) -> list[_Lane]:
     return lanes
 
 
-def _round_pipeline(pipeline: EvaluationPipeline, *, quiet: bool) -> EvaluationPipeline:
-    """A real-time twin of ``pipeline`` for one round: quiet, or with the user's events and progress."""
-    from ragmetrics.pipeline.runner import EvaluationPipeline
-
-    return EvaluationPipeline(
-        pipeline.metrics,
-        concurrency=pipeline.concurrency,
-        timeout_per_sample_s=pipeline.timeout_per_sample_s,
-        repeats=pipeline.repeats,
-        raise_on_error=False if quiet else pipeline.raise_on_error,
-        strict=pipeline.strict,
-        progress=False if quiet else pipeline.progress,
-        callbacks=() if quiet else pipeline.callbacks,
-        columns=pipeline.columns,
-    )
-
-
-def _swap(pipeline: EvaluationPipeline, judges: Mapping[int, CachingJudge]) -> None:
+def _swap(pipeline: BatchedPipeline, judges: Mapping[int, CachingJudge]) -> None:
     """Give each metric whose judge is a key of ``judges`` (by id) that entry instead."""
     for metric in pipeline.metrics:
         use = getattr(metric, "use_judge", None)
@@ -178,7 +178,7 @@ def _swap(pipeline: EvaluationPipeline, judges: Mapping[int, CachingJudge]) -> N
 
 
 async def evaluate_in_batches(
-    pipeline: EvaluationPipeline, dataset: Dataset, options: BatchOptions
+    pipeline: BatchedPipeline, dataset: Dataset, options: BatchOptions
 ) -> EvaluationResults:
     """Run ``pipeline`` over ``dataset`` in batch rounds (see the module docstring).
 
@@ -190,7 +190,7 @@ async def evaluate_in_batches(
     lanes = _lanes(pipeline, options)
     dataset = dataset.materialize()  # read once per round
     started = time.monotonic()
-    quiet = _round_pipeline(pipeline, quiet=True)
+    quiet = pipeline.round_twin(quiet=True)
     try:
         for lane in lanes:
             pending = lane.ledger.open_batches()
@@ -223,7 +223,7 @@ async def evaluate_in_batches(
             by_real = {id(lane.real): CachingJudge(lane.deferring, None) for lane in lanes}
             _swap(pipeline, by_real)
             try:
-                results = await _round_pipeline(pipeline, quiet=False).evaluate(dataset)
+                results = await pipeline.round_twin(quiet=False).evaluate(dataset)
             finally:
                 _swap(pipeline, {id(j): lane.real for j, lane in zip(by_real.values(), lanes, strict=True)})
         for lane in lanes:
