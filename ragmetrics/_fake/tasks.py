@@ -69,10 +69,16 @@ def _extract_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
 def _verify_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
     for text in user_texts:
         if "<claims>" in text:
-            return {
+            found: dict[str, Any] = {
                 "claims": parse_numbered_blocks(text, "claim"),
                 "contexts": parse_numbered_blocks(text, "context"),
             }
+            blocks = parse_blocks(text)
+            if "text" in blocks:  # a verify.v2 prompt: the second text and the per-context part
+                found["question"] = _block_value(blocks.get("question"))
+                found["text"] = _block_value(blocks["text"])
+                found["per_context"] = 2 if found["question"] is not None else 1
+            return found
     return None
 
 

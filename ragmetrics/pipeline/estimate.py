@@ -40,6 +40,8 @@ _VERDICT_OVERHEAD_CHARS = 130
 """Characters of one verdict's JSON besides the quote: index, verdict, context, a one-line reason."""
 _CLAIM_OVERHEAD_CHARS = 45
 """Characters of one extracted claim's JSON besides its text and span."""
+_CONTEXT_OVERHEAD_CHARS = 40
+"""Characters of one context's judgement per level asked (supports; relevance and a reason)."""
 
 
 def _tokens(chars: int) -> int:
@@ -178,13 +180,13 @@ class SampleEstimator:
     def _sample(self, group: _Group, sample: Sample, repeat: int, acc: _Cost) -> None:
         seen: set[str] = set()
         for metric in group.members:
-            claim_plan = metric.plan(sample, repeat)
-            if claim_plan is not None:
+            for claim_plan in metric.plans(sample, repeat):
                 self._plan(group.judge, claim_plan, seen, acc)
 
     def _plan(self, judge: CachingJudge, claim_plan: ClaimPlan, seen: set[str], acc: _Cost) -> None:
         request = claim_plan.extract
-        if request is None:
+        if request is None:  # nothing to split: only a forced verification, of no claims
+            self._verify(judge, claim_plan, [], True, seen, acc)
             return
         key = cache_key(judge.inner, request)
         entry = _peek(judge, request) if self.check_cache else None
@@ -202,7 +204,19 @@ class SampleEstimator:
                 completion = _tokens(2 * len(claim_plan.text) + _CLAIM_OVERHEAD_CHARS * (len(claims) + 1))
                 prompt = _request_tokens(request) + _schema_tokens(request.response_model)
                 self._bill(judge, acc, prompt, completion)
+        self._verify(judge, claim_plan, claims, known, seen, acc)
+
+    def _verify(
+        self,
+        judge: CachingJudge,
+        claim_plan: ClaimPlan,
+        claims: list[str],
+        known: bool,
+        seen: set[str],
+        acc: _Cost,
+    ) -> None:
         claim_chars = sum(len(c) for c in claims)
+        per_context = _CONTEXT_OVERHEAD_CHARS * claim_plan.task.per_context
         for vreq in claim_plan.verify(claims):
             vkey = cache_key(judge.inner, vreq)
             if vkey in seen:
@@ -211,7 +225,8 @@ class SampleEstimator:
             if known and self.check_cache and _peek(judge, vreq) is not None:
                 acc.cached += 1
                 continue
-            completion = _tokens(len(claims) * _VERDICT_OVERHEAD_CHARS + claim_chars)
+            contexts = len(vreq.variables.get("contexts") or ())
+            completion = _tokens(len(claims) * _VERDICT_OVERHEAD_CHARS + claim_chars + contexts * per_context)
             self._bill(judge, acc, _request_tokens(vreq) + _schema_tokens(vreq.response_model), completion)
 
     @staticmethod

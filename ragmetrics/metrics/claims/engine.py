@@ -34,6 +34,7 @@ from ragmetrics.judge.offline.claims import states_facts
 from ragmetrics.metrics.claims.schemas import (
     ClaimExtraction,
     ClaimVerification,
+    ContextJudgement,
     VerifiedClaim,
     extraction_model,
     verification_model,
@@ -43,6 +44,8 @@ from ragmetrics.sample import Sample
 from ragmetrics.score import ClaimRecord, Usage, spent_by
 
 __all__ = [
+    "ANSWER_CHECK",
+    "REFERENCE_CHECK",
     "ClaimPlan",
     "ClaimTask",
     "ClaimsOutcome",
@@ -56,6 +59,8 @@ __all__ = [
 
 EXTRACT_VERSION = "claims/extract.v1"
 VERIFY_VERSION = "claims/verify.v1"
+VERIFY_V2_VERSION = "claims/verify.v2"
+"""Verification with a second text (a verdict per claim against it too) and a per-context part."""
 SYSTEM_VERSION = "claims/system.v1"
 LOGIC_VERSION = "1"
 QUOTE_MIN_RATIO = 90.0
@@ -142,6 +147,25 @@ class ClaimTask:
     """The text split into claims."""
     against: Source | None = "contexts"
     """What the claims are verified against; None: extraction only (relevancy)."""
+    also: SplitText | None = None
+    """A second text each claim is also judged against, when the sample has it (``verify.v2``)."""
+    per_context: int = 0
+    """Per context, 1: the claims it supports; 2: also its relevance to the question (``verify.v2``)."""
+
+    @property
+    def v2(self) -> bool:
+        """Whether the verification asks more than a verdict per claim (the ``verify.v2`` prompt)."""
+        return self.also is not None or self.per_context > 0
+
+
+ANSWER_CHECK = ClaimTask(split="answer", against="contexts", also="reference", per_context=2)
+"""The answer's claims against the contexts (and the reference, when there is one), with each context's
+relevance to the question and the claims it supports: one request per sample, built from the sample
+alone, which faithfulness, groundedness, context relevancy, context precision (without a reference)
+and answer correctness all ask, so the cache and single-flight make it once."""
+REFERENCE_CHECK = ClaimTask(split="reference", against="contexts", also="answer", per_context=1)
+"""The reference's claims against the contexts and the answer, with the claims each context supports
+(context recall, context precision with a reference, answer correctness's recall)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,12 +183,29 @@ class ClaimPlan:
     extract: JudgeRequest | None
     """The extraction request; None when the split text is empty."""
     repeat: int = 0
+    also: str | None = None
+    """The second text (``task.also``) when the sample has it."""
+    force: bool = False
+    """Verify even without claims (a per-context judgement is wanted all the same)."""
 
     def verify(self, claims: Sequence[str]) -> list[JudgeRequest]:
         """The verification requests for ``claims`` (one per chunk; none without claims or sources)."""
-        if not claims:
+        if not claims and not self.force:
             return []
-        return [verify_request(claims, [p.text for p in chunk], self.repeat) for chunk in self.chunks]
+        if not self.task.v2:
+            return [verify_request(claims, [p.text for p in chunk], self.repeat) for chunk in self.chunks]
+        question = self.question if self.task.per_context > 1 else None
+        return [
+            verify_request(
+                claims,
+                [p.text for p in chunk],
+                self.repeat,
+                question=question,
+                text=self.also,
+                per_context=self.task.per_context,
+            )
+            for chunk in self.chunks
+        ]
 
 
 def _sources(sample: Sample, against: Source | None) -> tuple[str, ...]:
@@ -176,14 +217,35 @@ def _sources(sample: Sample, against: Source | None) -> tuple[str, ...]:
     return (text,) if text and text.strip() else ()
 
 
-def plan(sample: Sample, task: ClaimTask, budget_tokens: int, repeat: int = 0) -> ClaimPlan:
-    """The calls ``sample`` needs for ``task``; what a run makes and what an estimate prices."""
+def plan(
+    sample: Sample, task: ClaimTask, budget_tokens: int, repeat: int = 0, *, force: bool = False
+) -> ClaimPlan:
+    """The calls ``sample`` needs for ``task``; what a run makes and what an estimate prices.
+
+    ``force``: verify even when the text has no claims, or against no sources when there is a second
+    text (a metric that needs the per-context part, or the verdicts against the second text).
+    """
     text = (sample.reference or "") if task.split == "reference" else sample.answer
     question = sample.question
     sources = _sources(sample, task.against)
-    chunks = tuple(tuple(c) for c in chunk_contexts(sources, budget_tokens)) if sources else ()
+    also = _sources(sample, task.also) if task.also is not None else ()
+    chunks: tuple[tuple[_Piece, ...], ...] = ()
+    if sources:
+        chunks = tuple(tuple(c) for c in chunk_contexts(sources, budget_tokens))
+    elif force and also:
+        chunks = ((),)  # nothing to check against but the second text
     extract = _extract_request(question, text, repeat) if text.strip() else None
-    return ClaimPlan(task, question, text, sources, chunks, extract, repeat)
+    return ClaimPlan(
+        task,
+        question,
+        text,
+        sources,
+        chunks,
+        extract,
+        repeat,
+        also[0] if also else None,
+        force and bool(chunks),
+    )
 
 
 def _messages(user: str) -> tuple[Message, ...]:
@@ -215,8 +277,48 @@ def extract_request(sample: Sample, repeat: int = 0) -> JudgeRequest:
     return _extract_request(sample.question, sample.answer, repeat)
 
 
-def verify_request(claims: Sequence[str], chunk: Sequence[str], repeat: int = 0) -> JudgeRequest:
-    """The verification request for all claims against one chunk of sources."""
+def verify_request(
+    claims: Sequence[str],
+    chunk: Sequence[str],
+    repeat: int = 0,
+    *,
+    question: str | None = None,
+    text: str | None = None,
+    per_context: int = 0,
+) -> JudgeRequest:
+    """The verification request for all claims against one chunk of sources.
+
+    With a second ``text`` or a ``per_context`` part it is a ``verify.v2`` request: each verdict also
+    judges the claim against ``text``, and each context lists the claims it supports (and, with
+    ``per_context=2``, its relevance to ``question``).
+    """
+    if text is not None or per_context:
+        prompt = load_prompt(VERIFY_V2_VERSION)
+        return JudgeRequest(
+            task="claims.verify",
+            prompts=(load_prompt(SYSTEM_VERSION), prompt),
+            messages=_messages(
+                render(
+                    prompt,
+                    question=question,
+                    text=text,
+                    contexts=numbered_blocks("context", list(chunk)),
+                    claims=numbered_blocks("claim", list(claims)),
+                )
+            ),
+            response_model=verification_model(
+                len(claims), len(chunk), text=text is not None, per_context=per_context
+            ),
+            variables={
+                "claims": list(claims),
+                "contexts": list(chunk),
+                "question": question,
+                "text": text,
+                "per_context": per_context,
+            },
+            version=LOGIC_VERSION,
+            repeat=repeat,
+        )
     prompt = load_prompt(VERIFY_VERSION)
     return JudgeRequest(
         task="claims.verify",
@@ -251,6 +353,8 @@ class ClaimsOutcome:
     chunks: int = 0
     repairs: tuple[str, ...] = ()
     """Unambiguous slips in the judge's replies that were repaired instead of re-asked."""
+    judged: tuple[ContextJudgement | None, ...] = ()
+    """Per source, its judgement merged over chunks (None where the judge gave none)."""
 
     def records(self) -> list[ClaimRecord]:
         """The claims as result records, with the evidence quote checked against its source."""
@@ -292,12 +396,13 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
         JudgeError: A call failed for good; its ``usage`` covers every call made here (extraction and
             every verification chunk), not only the failed one.
     """
-    if claim_plan.extract is None:
-        return ClaimsOutcome(claim_plan, None, [], Usage())
-    reply = await judge.complete(claim_plan.extract)
-    extraction: ClaimExtraction = reply.value  # type: ignore[assignment]
-    usage = reply.usage
-    claims = [c.text for c in extraction.claims]
+    extraction: ClaimExtraction | None = None
+    usage = Usage()
+    if claim_plan.extract is not None:
+        reply = await judge.complete(claim_plan.extract)
+        extraction = reply.value  # type: ignore[assignment]
+        usage = reply.usage
+    claims = [c.text for c in extraction.claims] if extraction is not None else []
     verdicts: list[VerifiedClaim | None] = [None] * len(claims)
     requests = claim_plan.verify(claims)
     if not requests:
@@ -318,6 +423,8 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
         raise first.with_usage(usage) if isinstance(first, JudgeError) else first
     replies = [a for a in answers if isinstance(a, JudgeReply)]
     repairs: list[str] = []
+    text_verdicts: list[str | None] = [None] * len(claims)
+    pieces: list[list[ContextJudgement]] = [[] for _ in claim_plan.sources]
     for chunk, chunk_reply in zip(claim_plan.chunks, replies, strict=True):  # gather: one per chunk
         result: ClaimVerification = chunk_reply.value  # type: ignore[assignment]
         repairs += [r for r in result.repairs if r not in repairs]
@@ -327,6 +434,32 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
             current = verdicts[v.claim]
             if current is None or _RANK[mapped.verdict] < _RANK[current.verdict]:
                 verdicts[v.claim] = mapped
+            seen = text_verdicts[v.claim]
+            if v.text_verdict is not None and (seen is None or _RANK[v.text_verdict] < _RANK[seen]):
+                text_verdicts[v.claim] = v.text_verdict
+        for judged in result.contexts:
+            pieces[chunk[judged.context].index].append(judged)
+    for i, tv in enumerate(text_verdicts):
+        current = verdicts[i]
+        if current is not None and current.text_verdict != tv:
+            verdicts[i] = current.model_copy(update={"text_verdict": tv})
     return ClaimsOutcome(
-        claim_plan, extraction, verdicts, usage, chunks=len(claim_plan.chunks), repairs=tuple(repairs)
+        claim_plan,
+        extraction,
+        verdicts,
+        usage,
+        chunks=len(claim_plan.chunks),
+        repairs=tuple(repairs),
+        judged=tuple(_merge(i, found) for i, found in enumerate(pieces)),
     )
+
+
+def _merge(index: int, pieces: Sequence[ContextJudgement]) -> ContextJudgement | None:
+    """One context's judgement over its pieces: relevant if any piece is, the claims any supports."""
+    if not pieces:
+        return None
+    flags = [p.relevant for p in pieces if p.relevant is not None]
+    relevant = any(flags) if flags else None
+    reason = next((p.reason for p in pieces if p.relevant == relevant and p.reason), pieces[0].reason)
+    supports = sorted({i for p in pieces for i in p.supports})
+    return ContextJudgement(context=index, relevant=relevant, supports=supports, reason=reason)

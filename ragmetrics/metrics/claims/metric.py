@@ -14,9 +14,10 @@ result, latency, the claim rates and the ``*_sync`` twins. A new metric that spl
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,18 +29,28 @@ from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at
 from ragmetrics.metrics.claims.engine import (
     EXTRACT_VERSION,
+    VERIFY_V2_VERSION,
     VERIFY_VERSION,
+    ClaimPlan,
     ClaimsOutcome,
     ClaimTask,
     plan,
     run_claims,
 )
-from ragmetrics.metrics.claims.schemas import ClaimExtraction
+from ragmetrics.metrics.claims.schemas import ClaimExtraction, ContextJudgement
 from ragmetrics.prompting import load_prompt
 from ragmetrics.sample import Sample
-from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, spent_by
+from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, Verdict, spent_by
 
-__all__ = ["ClaimMetric", "ClaimScore", "Found", "describe_claim", "verified_edge"]
+__all__ = [
+    "ClaimMetric",
+    "ClaimScore",
+    "Found",
+    "context_details",
+    "describe_claim",
+    "unjudged",
+    "verified_edge",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +67,12 @@ class Found:
     chunks: int = 0
     """Verification calls made (one per chunk of the sources)."""
     repairs: tuple[str, ...] = ()
+    text_verdicts: tuple[Verdict | None, ...] = ()
+    """Per claim, its verdict against the task's second text (``ClaimTask.also``), None if not judged."""
+    judged: tuple[ContextJudgement | None, ...] = ()
+    """Per source (context), what the judge said of it: the claims it supports, its relevance."""
+    other: Found | None = None
+    """The second task's findings, for a metric with two tasks (answer correctness)."""
 
     @property
     def empty(self) -> bool:
@@ -127,6 +144,36 @@ def verified_edge(
     return None
 
 
+def context_details(found: Found, *, relevance: bool = False) -> list[dict[str, Any]]:
+    """``details["contexts"]``: per context in retrieval order, relevant or not, its claims and reason.
+
+    ``relevance``: relevant is the judge's relevance to the question; otherwise a context is relevant
+    when it supports a claim. Unjudged contexts have ``None``s.
+    """
+    out: list[dict[str, Any]] = []
+    for i in range(len(found.sources)):
+        judged = found.judged[i] if i < len(found.judged) else None
+        if judged is None:
+            out.append({"index": i, "relevant": None, "supports": [], "reason": None})
+            continue
+        relevant = judged.relevant if relevance else bool(judged.supports)
+        reason = (judged.reason or None) if relevance else None
+        out.append({"index": i, "relevant": relevant, "supports": list(judged.supports), "reason": reason})
+    return out
+
+
+def unjudged(found: Found) -> ClaimScore | None:
+    """A no-score result when the judge left some context without its per-context judgement."""
+    missing = [i for i in range(len(found.sources)) if i >= len(found.judged) or found.judged[i] is None]
+    if not missing:
+        return None
+    return ClaimScore(
+        score=None,
+        status="judge_output_invalid",
+        message=f"the judge gave no per-context judgement for context(s) {missing}",
+    )
+
+
 class ClaimMetric(JudgeHolder):
     """Base of the claim-based metrics: a task and a scoring function; judge, checks and result here."""
 
@@ -135,6 +182,10 @@ class ClaimMetric(JudgeHolder):
     """What is split into claims and what they are checked against."""
     question_required: ClassVar[bool] = False
     """The metric judges against the question (a row without one gets ``invalid_input``)."""
+    reference_required: ClassVar[bool] = False
+    """The metric needs a reference even though its task does not split it (answer correctness)."""
+    verify_always: ClassVar[bool] = False
+    """Verify even when the split text has no claims (the per-context part is wanted all the same)."""
 
     def __init__(
         self,
@@ -188,16 +239,21 @@ class ClaimMetric(JudgeHolder):
         return Needs(
             question=self.question_required,
             contexts=task.against == "contexts",
-            reference="reference" in (task.split, task.against),
+            reference=self.reference_required or "reference" in (task.split, task.against),
             judge=True,
             shares_judge=True,
         )
 
-    def plan(self, sample: Sample, repeat: int = 0) -> Any:
-        """The calls this metric makes on ``sample`` (None when an input it needs is missing)."""
+    def tasks_for(self, sample: Sample) -> tuple[ClaimTask, ...]:
+        """The tasks run on ``sample``: ``task``; a metric may choose by the sample or add a second."""
+        return (self.task,)
+
+    def plans(self, sample: Sample, repeat: int = 0) -> list[ClaimPlan]:
+        """The calls this metric makes on ``sample`` (none when an input it needs is missing)."""
         if missing_input(sample, self.needs, self.name) is not None:
-            return None
-        return plan(sample, self.task, self.context_budget_tokens, repeat)
+            return []
+        budget, force = self.context_budget_tokens, self.verify_always
+        return [plan(sample, task, budget, repeat, force=force) for task in self.tasks_for(sample)]
 
     # -- public API ---------------------------------------------------------------------------------
     async def evaluate(
@@ -267,19 +323,30 @@ class ClaimMetric(JudgeHolder):
         missing = missing_input(sample, self.needs, self.name)
         if missing is not None:
             return self._result(ClaimScore(score=None, status="invalid_input", message=str(missing)), started)
-        try:
-            outcome = await run_claims(judge, plan(sample, self.task, self.context_budget_tokens, repeat))
-        except JudgeError as exc:  # what the failed calls cost stays on the result
-            failed = ClaimScore(score=None, status=exc.status, message=str(exc))  # type: ignore[arg-type]
-            return self._result(failed, started, usage=spent_by(exc))
-        found = _found(sample, outcome)
-        return self._result(self.scoring(found), started, usage=outcome.usage, found=found.claims)
+        answers = await asyncio.gather(
+            *(run_claims(judge, p) for p in self.plans(sample, repeat)), return_exceptions=True
+        )
+        outcomes = [a for a in answers if isinstance(a, ClaimsOutcome)]
+        usage = sum((o.usage for o in outcomes), Usage())
+        failures = [a for a in answers if isinstance(a, BaseException)]
+        for exc in failures:
+            usage = usage + spent_by(exc)
+        if failures:
+            first = failures[0]
+            if not isinstance(first, JudgeError):
+                raise first
+            failed = ClaimScore(score=None, status=first.status, message=str(first))  # type: ignore[arg-type]
+            return self._result(failed, started, usage=usage)  # what the failed calls cost stays on it
+        found = _found(sample, outcomes[0])
+        if len(outcomes) > 1:
+            found = replace(found, other=_found(sample, outcomes[1]))
+        return self._result(self.scoring(found), started, usage=usage, found=found.claims)
 
     # -- the one place a claim score becomes a result ----------------------------------------------
     def _signature(self) -> str:
         prompts = [load_prompt(EXTRACT_VERSION)]
         if self.task.against is not None:
-            prompts.append(load_prompt(VERIFY_VERSION))
+            prompts.append(load_prompt(VERIFY_V2_VERSION if self.task.v2 else VERIFY_VERSION))
         info = self.judge.info
         return (
             f"{self.name}|prompts={','.join(p.short for p in prompts)}|judge={info.spec}"
@@ -340,4 +407,6 @@ def _found(sample: Sample, outcome: ClaimsOutcome) -> Found:
         sources=outcome.plan.sources,
         chunks=outcome.chunks,
         repairs=outcome.repairs,
+        text_verdicts=tuple(v.text_verdict if v is not None else None for v in outcome.verdicts),
+        judged=outcome.judged,
     )
