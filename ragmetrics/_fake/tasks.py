@@ -73,10 +73,11 @@ def _verify_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
                 "claims": parse_numbered_blocks(text, "claim"),
                 "contexts": parse_numbered_blocks(text, "context"),
             }
-            blocks = parse_blocks(text)
-            if "text" in blocks:  # a verify.v2 prompt: the second text and the per-context part
-                found["question"] = _block_value(blocks.get("question"))
-                found["text"] = _block_value(blocks["text"])
+            if "<reference_claims>" in text:  # a verify.v2 prompt: the reference, the per-context part
+                blocks = parse_blocks(text)
+                found["reference_claims"] = parse_numbered_blocks(text, "reference_claim")
+                for name in ("question", "answer", "reference"):
+                    found[name] = _block_value(blocks.get(name))
                 found["per_context"] = 2 if found["question"] is not None else 1
             return found
     return None

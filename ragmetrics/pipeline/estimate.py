@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics.errors import InvalidInputError
+from ragmetrics.judge import JudgeRequest
 from ragmetrics.judge.cache import CachingJudge, cache_key
 from ragmetrics.judge.pricing import cost_usd
 from ragmetrics.metrics.base import needs_of
@@ -184,40 +185,52 @@ class SampleEstimator:
                 self._plan(group.judge, claim_plan, seen, acc)
 
     def _plan(self, judge: CachingJudge, claim_plan: ClaimPlan, seen: set[str], acc: _Cost) -> None:
-        request = claim_plan.extract
-        if request is None:  # nothing to split: only a forced verification, of no claims
-            self._verify(judge, claim_plan, [], True, seen, acc)
-            return
-        key = cache_key(judge.inner, request)
+        claims, known = self._extract(judge, claim_plan.extract, claim_plan.text, seen, acc)
+        also_claims: list[str] = []
+        if claim_plan.also_extract is not None:
+            also_claims, also_known = self._extract(
+                judge, claim_plan.also_extract, claim_plan.also_text or "", seen, acc
+            )
+            known = known and also_known
+        self._verify(judge, claim_plan, claims, also_claims, known, seen, acc)
+
+    def _extract(
+        self, judge: CachingJudge, request: JudgeRequest | None, text: str, seen: set[str], acc: _Cost
+    ) -> tuple[list[str], bool]:
+        """Bill an extraction once; its claims (from the cache if there, else guessed from sentences)."""
+        if request is None:
+            return [], True
         entry = _peek(judge, request) if self.check_cache else None
         if entry is not None:
             claims = [c["text"] for c in entry["value"].get("claims", []) if str(c.get("text", "")).strip()]
-            known = True
         else:
-            claims = _sentences(claim_plan.text)
-            known = False
+            claims = _sentences(text)
+        key = cache_key(judge.inner, request)
         if key not in seen:
             seen.add(key)
-            if known:
+            if entry is not None:
                 acc.cached += 1
             else:
-                completion = _tokens(2 * len(claim_plan.text) + _CLAIM_OVERHEAD_CHARS * (len(claims) + 1))
-                prompt = _request_tokens(request) + _schema_tokens(request.response_model)
-                self._bill(judge, acc, prompt, completion)
-        self._verify(judge, claim_plan, claims, known, seen, acc)
+                completion = _tokens(2 * len(text) + _CLAIM_OVERHEAD_CHARS * (len(claims) + 1))
+                self._bill(
+                    judge, acc, _request_tokens(request) + _schema_tokens(request.response_model), completion
+                )
+        return claims, entry is not None
 
     def _verify(
         self,
         judge: CachingJudge,
         claim_plan: ClaimPlan,
         claims: list[str],
+        also_claims: list[str],
         known: bool,
         seen: set[str],
         acc: _Cost,
     ) -> None:
-        claim_chars = sum(len(c) for c in claims)
+        n = len(claims) + len(also_claims)
+        claim_chars = sum(len(c) for c in claims) + sum(len(c) for c in also_claims)
         per_context = _CONTEXT_OVERHEAD_CHARS * claim_plan.task.per_context
-        for vreq in claim_plan.verify(claims):
+        for vreq in claim_plan.verify(claims, also_claims):
             vkey = cache_key(judge.inner, vreq)
             if vkey in seen:
                 continue
@@ -226,7 +239,7 @@ class SampleEstimator:
                 acc.cached += 1
                 continue
             contexts = len(vreq.variables.get("contexts") or ())
-            completion = _tokens(len(claims) * _VERDICT_OVERHEAD_CHARS + claim_chars + contexts * per_context)
+            completion = _tokens(n * _VERDICT_OVERHEAD_CHARS + claim_chars + contexts * per_context)
             self._bill(judge, acc, _request_tokens(vreq) + _schema_tokens(vreq.response_model), completion)
 
     @staticmethod

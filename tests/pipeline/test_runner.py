@@ -67,11 +67,7 @@ def answer(task: str, v: Any) -> dict[str, Any]:
             out.append(
                 {"claim": i, "verdict": "not_found", "context": None, "evidence": "", "reason": "absent"}
             )
-    if not v.get("per_context"):
-        return {"verdicts": out}
-    supports = {j: [o["claim"] for o in out if o["context"] == j] for j in range(len(v["contexts"]))}
-    judged = {str(j): {"supports": c, "relevant": bool(c), "reason": "cited"} for j, c in supports.items()}
-    return {"verdicts": out, "contexts": judged}  # a verify.v2 request also asks the per-context part
+    return {"verdicts": out}
 
 
 def rows(n: int, *, offset: int = 0) -> list[dict[str, Any]]:

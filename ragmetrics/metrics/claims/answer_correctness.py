@@ -3,17 +3,17 @@
 Precision is the share of the answer's claims the reference supports; recall the share of the
 reference's claims the answer covers; the score is their F1 (``2PR / (P + R)``, 0 when both are 0),
 and the threshold applies to it. The three figures, the counts and the contradicted answer claims are
-in the details. Both directions ride on requests other metrics make too: the answer's claims are
-judged against the reference in the answer's verification request, the reference's claims against
-the answer in the reference's. A row without a reference: ``invalid_input``. Neither side with a claim:
-1.0; one side without: 0.0 (both ``no_claims``).
+in the details. Both directions ride in the one verification request the RAG metrics share: each
+answer claim is also judged against the reference, each reference claim against the answer. A row
+without a reference: ``invalid_input``. Neither side with a claim: 1.0; one side without: 0.0 (both
+``no_claims``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ragmetrics.metrics.claims.engine import ANSWER_CHECK, REFERENCE_CHECK
+from ragmetrics.metrics.claims.engine import ClaimTask
 from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim
 
 __all__ = ["AnswerCorrectnessMetric", "answer_correctness", "f1"]
@@ -106,11 +106,7 @@ class AnswerCorrectnessMetric(ClaimMetric):
     """
 
     name = "answer_correctness"
-    task = ANSWER_CHECK
+    task = ClaimTask(also="reference")
     reference_required = True
     verify_always = True
     scoring = staticmethod(answer_correctness)
-
-    def tasks_for(self, sample: Any) -> tuple[Any, ...]:
-        """The answer's claims (against the reference) and the reference's (against the answer)."""
-        return (ANSWER_CHECK, REFERENCE_CHECK)

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragmetrics.metrics.claims.engine import ANSWER_CHECK, REFERENCE_CHECK, ClaimTask
+from ragmetrics.metrics.claims.engine import ClaimTask
 from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, context_details, unjudged
-from ragmetrics.sample import Sample
 
 __all__ = ["ContextPrecisionMetric", "average_precision", "context_precision"]
 
@@ -32,7 +31,8 @@ def average_precision(relevant: Sequence[bool]) -> float:
 
 def context_precision(found: Found) -> ClaimScore:
     """Average precision of the contexts, relevant when they support a claim."""
-    of = "reference" if found.sample.reference and found.sample.reference.strip() else "answer"
+    of = "reference" if found.other is not None else "answer"
+    found = found.other if found.other is not None else found
     details = {**found.base_details(), "claims_of": of}
     if not found.sources:
         return ClaimScore(
@@ -44,6 +44,7 @@ def context_precision(found: Found) -> ClaimScore:
         return ClaimScore(
             score=0.0,
             status="no_claims",
+            claims=[],
             details={**details, "contexts": context_details(found)},
             message=f"the {of} makes no factual claim, so no context can support one",
         )
@@ -60,7 +61,7 @@ def context_precision(found: Found) -> ClaimScore:
         + (f" (at rank {', '.join(ranks)})" if ranks else "")
         + f"; average precision {score:.3f}."
     )
-    return ClaimScore(score=score, details=details, reasoning=reasoning)
+    return ClaimScore(score=score, claims=found.claims, details=details, reasoning=reasoning)
 
 
 class ContextPrecisionMetric(ClaimMetric):
@@ -75,9 +76,5 @@ class ContextPrecisionMetric(ClaimMetric):
     """
 
     name = "context_precision"
-    task = ANSWER_CHECK
+    task = ClaimTask(also="reference", per_context=1)
     scoring = staticmethod(context_precision)
-
-    def tasks_for(self, sample: Sample) -> tuple[ClaimTask, ...]:
-        """The reference's claims when the row has a reference, else the answer's."""
-        return (REFERENCE_CHECK,) if sample.reference and sample.reference.strip() else (ANSWER_CHECK,)

@@ -1,7 +1,7 @@
 """Context recall: the share of the reference's claims that the retrieved contexts support.
 
-The reference is split into claims and each is verified against the contexts (the same request
-checks it against the answer too, for answer correctness). Each reference claim shows its verdict and
+The reference is split into claims and each is verified against the contexts, in the request that
+verifies the answer's claims too (the one faithfulness makes). Each reference claim shows its verdict and
 the deciding context with a verbatim quote; ``details["contexts"]`` lists, per context, the reference
 claims it supports. A row without a reference: ``invalid_input``. A reference without claims: 1.0,
 ``no_claims`` (nothing to recall). No contexts: 0.0.
@@ -9,7 +9,7 @@ claims it supports. A row without a reference: ``invalid_input``. A reference wi
 
 from __future__ import annotations
 
-from ragmetrics.metrics.claims.engine import REFERENCE_CHECK
+from ragmetrics.metrics.claims.engine import ClaimTask
 from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, context_details, describe_claim
 
 __all__ = ["ContextRecallMetric", "context_recall"]
@@ -17,11 +17,15 @@ __all__ = ["ContextRecallMetric", "context_recall"]
 
 def context_recall(found: Found) -> ClaimScore:
     """Supported reference claims / reference claims."""
+    if found.other is None:  # the base checks that the row has a reference
+        return ClaimScore(score=None, status="invalid_input", message="context_recall needs a reference")
+    found = found.other
     details = found.base_details()
     if not found.claims:
         return ClaimScore(
             score=1.0,
             status="no_claims",
+            claims=[],
             details=details,
             message="the judge found no factual claims in the reference",
             reasoning="The reference makes no factual claim, so there is nothing to recall.",
@@ -45,7 +49,9 @@ def context_recall(found: Found) -> ClaimScore:
     missed = [describe_claim(i, r) for i, r in enumerate(records) if r.verdict != "supported"]
     if missed:
         parts.append(f"Not in the contexts: {'; '.join(missed)}.")
-    return ClaimScore(score=supported / len(records), details=details, reasoning=" ".join(parts))
+    return ClaimScore(
+        score=supported / len(records), claims=records, details=details, reasoning=" ".join(parts)
+    )
 
 
 class ContextRecallMetric(ClaimMetric):
@@ -60,5 +66,6 @@ class ContextRecallMetric(ClaimMetric):
     """
 
     name = "context_recall"
-    task = REFERENCE_CHECK
+    task = ClaimTask(also="reference")
+    reference_required = True
     scoring = staticmethod(context_recall)

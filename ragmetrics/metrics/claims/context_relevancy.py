@@ -7,7 +7,7 @@ claims the request is made with none. No reference needed. No contexts: 0.0.
 
 from __future__ import annotations
 
-from ragmetrics.metrics.claims.engine import ANSWER_CHECK
+from ragmetrics.metrics.claims.engine import ClaimTask
 from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, context_details, unjudged
 
 __all__ = ["ContextRelevancyMetric", "context_relevancy"]
@@ -53,7 +53,7 @@ class ContextRelevancyMetric(ClaimMetric):
     """
 
     name = "context_relevancy"
-    task = ANSWER_CHECK
+    task = ClaimTask(per_context=2)
     question_required = True
     verify_always = True
     scoring = staticmethod(context_relevancy)

@@ -27,7 +27,7 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
-from ragmetrics.errors import JudgeError
+from ragmetrics.errors import ConfigError, JudgeError
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
 from ragmetrics.judge.metering import note_unclaimed
 from ragmetrics.judge.offline.claims import states_facts
@@ -44,8 +44,7 @@ from ragmetrics.sample import Sample
 from ragmetrics.score import ClaimRecord, Usage, spent_by
 
 __all__ = [
-    "ANSWER_CHECK",
-    "REFERENCE_CHECK",
+    "merge_tasks",
     "ClaimPlan",
     "ClaimTask",
     "ClaimsOutcome",
@@ -147,10 +146,18 @@ class ClaimTask:
     """The text split into claims."""
     against: Source | None = "contexts"
     """What the claims are verified against; None: extraction only (relevancy)."""
-    also: SplitText | None = None
-    """A second text each claim is also judged against, when the sample has it (``verify.v2``)."""
+    also: Literal["reference"] | None = None
+    """Split the reference too, when the sample has one, and verify both claim lists in the same
+    request, each claim also judged against the other text (the answer's against the reference, the
+    reference's against the answer); only with ``split="answer"`` (``verify.v2``)."""
     per_context: int = 0
     """Per context, 1: the claims it supports; 2: also its relevance to the question (``verify.v2``)."""
+
+    def __post_init__(self) -> None:
+        if self.also is not None and (self.split != "answer" or self.against != "contexts"):
+            raise ConfigError("ClaimTask: also='reference' goes with split='answer', against='contexts'")
+        if self.per_context not in (0, 1, 2):
+            raise ConfigError(f"ClaimTask: per_context must be 0, 1 or 2, got {self.per_context!r}")
 
     @property
     def v2(self) -> bool:
@@ -158,24 +165,29 @@ class ClaimTask:
         return self.also is not None or self.per_context > 0
 
 
-ANSWER_CHECK = ClaimTask(split="answer", against="contexts", also="reference", per_context=2)
-"""The answer's claims against the contexts (and the reference, when there is one), with each context's
-relevance to the question and the claims it supports: one request per sample, built from the sample
-alone, which faithfulness, groundedness, context relevancy, context precision (without a reference)
-and answer correctness all ask, so the cache and single-flight make it once."""
-REFERENCE_CHECK = ClaimTask(split="reference", against="contexts", also="answer", per_context=1)
-"""The reference's claims against the contexts and the answer, with the claims each context supports
-(context recall, context precision with a reference, answer correctness's recall)."""
+def merge_tasks(tasks: Sequence[ClaimTask]) -> ClaimTask | None:
+    """One task that asks everything ``tasks`` ask, for metrics that share a judge; None if they differ.
+
+    Tasks that split the answer and check it against the contexts merge into one (the reference split
+    too if any asks it, the widest per-context part), so faithfulness, groundedness, the context
+    metrics and answer correctness make one verification request per sample together; alone,
+    faithfulness and groundedness still make the plain ``verify.v1`` request.
+    """
+    if not tasks or any(t.split != "answer" or t.against != "contexts" for t in tasks):
+        return None
+    if any(t.also for t in tasks):
+        return ClaimTask(also="reference", per_context=max(t.per_context for t in tasks))
+    return ClaimTask(per_context=max(t.per_context for t in tasks))
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimPlan:
-    """The calls one sample needs for one task: the extraction, then one verification per chunk."""
+    """The calls one sample needs for one task: the extraction(s), then one verification per chunk."""
 
     task: ClaimTask
     question: str | None
     text: str
-    """The split text (empty: no call at all)."""
+    """The split text (empty: nothing extracted from it)."""
     sources: tuple[str, ...]
     """The texts the claims are checked against (verdict indices point into these)."""
     chunks: tuple[tuple[_Piece, ...], ...]
@@ -183,25 +195,29 @@ class ClaimPlan:
     extract: JudgeRequest | None
     """The extraction request; None when the split text is empty."""
     repeat: int = 0
-    also: str | None = None
-    """The second text (``task.also``) when the sample has it."""
+    also_text: str | None = None
+    """The reference (``task.also``) when the sample has one."""
+    also_extract: JudgeRequest | None = None
+    """Its extraction request."""
     force: bool = False
     """Verify even without claims (a per-context judgement is wanted all the same)."""
 
-    def verify(self, claims: Sequence[str]) -> list[JudgeRequest]:
-        """The verification requests for ``claims`` (one per chunk; none without claims or sources)."""
-        if not claims and not self.force:
+    def verify(self, claims: Sequence[str], also_claims: Sequence[str] = ()) -> list[JudgeRequest]:
+        """The verification requests (one per chunk; none without claims or sources unless forced)."""
+        if not claims and not also_claims and not self.force:
             return []
         if not self.task.v2:
             return [verify_request(claims, [p.text for p in chunk], self.repeat) for chunk in self.chunks]
-        question = self.question if self.task.per_context > 1 else None
+        joint = self.also_text is not None
         return [
             verify_request(
                 claims,
                 [p.text for p in chunk],
                 self.repeat,
-                question=question,
-                text=self.also,
+                question=self.question if self.task.per_context > 1 else None,
+                answer=self.text if joint else None,
+                reference=self.also_text,
+                reference_claims=also_claims,
                 per_context=self.task.per_context,
             )
             for chunk in self.chunks
@@ -222,28 +238,28 @@ def plan(
 ) -> ClaimPlan:
     """The calls ``sample`` needs for ``task``; what a run makes and what an estimate prices.
 
-    ``force``: verify even when the text has no claims, or against no sources when there is a second
-    text (a metric that needs the per-context part, or the verdicts against the second text).
+    ``force``: verify even when there are no claims, and against no contexts when there is a
+    reference (a metric that needs the per-context part, or the verdicts against the other text).
     """
     text = (sample.reference or "") if task.split == "reference" else sample.answer
     question = sample.question
     sources = _sources(sample, task.against)
-    also = _sources(sample, task.also) if task.also is not None else ()
+    also = _sources(sample, task.also)[0] if task.also is not None and _sources(sample, task.also) else None
     chunks: tuple[tuple[_Piece, ...], ...] = ()
     if sources:
         chunks = tuple(tuple(c) for c in chunk_contexts(sources, budget_tokens))
-    elif force and also:
-        chunks = ((),)  # nothing to check against but the second text
-    extract = _extract_request(question, text, repeat) if text.strip() else None
+    elif force and also is not None:
+        chunks = ((),)  # nothing to check against but the other text
     return ClaimPlan(
         task,
         question,
         text,
         sources,
         chunks,
-        extract,
+        _extract_request(question, text, repeat) if text.strip() else None,
         repeat,
-        also[0] if also else None,
+        also,
+        _extract_request(question, also, repeat) if also is not None else None,
         force and bool(chunks),
     )
 
@@ -283,55 +299,63 @@ def verify_request(
     repeat: int = 0,
     *,
     question: str | None = None,
-    text: str | None = None,
+    answer: str | None = None,
+    reference: str | None = None,
+    reference_claims: Sequence[str] = (),
     per_context: int = 0,
 ) -> JudgeRequest:
     """The verification request for all claims against one chunk of sources.
 
-    With a second ``text`` or a ``per_context`` part it is a ``verify.v2`` request: each verdict also
-    judges the claim against ``text``, and each context lists the claims it supports (and, with
-    ``per_context=2``, its relevance to ``question``).
+    With a ``reference`` or a ``per_context`` part it is a ``verify.v2`` request: the reference's
+    claims follow the answer's (numbered on), each verdict also judges the claim against the other text,
+    and each context lists the claims it supports (and, with ``per_context=2``, its relevance to
+    ``question``).
     """
-    if text is not None or per_context:
-        prompt = load_prompt(VERIFY_V2_VERSION)
+    if reference is None and not per_context and answer is None:
+        prompt = load_prompt(VERIFY_VERSION)
         return JudgeRequest(
             task="claims.verify",
             prompts=(load_prompt(SYSTEM_VERSION), prompt),
             messages=_messages(
                 render(
                     prompt,
-                    question=question,
-                    text=text,
                     contexts=numbered_blocks("context", list(chunk)),
                     claims=numbered_blocks("claim", list(claims)),
                 )
             ),
-            response_model=verification_model(
-                len(claims), len(chunk), text=text is not None, per_context=per_context
-            ),
-            variables={
-                "claims": list(claims),
-                "contexts": list(chunk),
-                "question": question,
-                "text": text,
-                "per_context": per_context,
-            },
+            response_model=verification_model(len(claims), len(chunk)),
+            variables={"claims": list(claims), "contexts": list(chunk)},
             version=LOGIC_VERSION,
             repeat=repeat,
         )
-    prompt = load_prompt(VERIFY_VERSION)
+    prompt = load_prompt(VERIFY_V2_VERSION)
+    n = len(claims)
     return JudgeRequest(
         task="claims.verify",
         prompts=(load_prompt(SYSTEM_VERSION), prompt),
         messages=_messages(
             render(
                 prompt,
+                question=question,
+                answer=answer,
+                reference=reference,
                 contexts=numbered_blocks("context", list(chunk)),
                 claims=numbered_blocks("claim", list(claims)),
+                reference_claims=numbered_blocks("reference_claim", list(reference_claims), start=n),
             )
         ),
-        response_model=verification_model(len(claims), len(chunk)),
-        variables={"claims": list(claims), "contexts": list(chunk)},
+        response_model=verification_model(
+            n + len(reference_claims), len(chunk), text=reference is not None, per_context=per_context
+        ),
+        variables={
+            "claims": list(claims),
+            "reference_claims": list(reference_claims),
+            "contexts": list(chunk),
+            "question": question,
+            "answer": answer,
+            "reference": reference,
+            "per_context": per_context,
+        },
         version=LOGIC_VERSION,
         repeat=repeat,
     )
@@ -342,27 +366,36 @@ def verify_request(
 
 @dataclass(slots=True)
 class ClaimsOutcome:
-    """Claims of one text with their verdicts, and what producing them cost."""
+    """Claims of one text (and of the reference, for a joint task) with their verdicts, and the cost."""
 
     plan: ClaimPlan
     extraction: ClaimExtraction | None
     """None when the split text was empty (no call made)."""
     verdicts: list[VerifiedClaim | None]
-    """Per claim; None when verification was not run (no sources, or extraction only)."""
+    """Per claim (the split text's, then the reference's); None when verification was not run."""
     usage: Usage
     chunks: int = 0
     repairs: tuple[str, ...] = ()
     """Unambiguous slips in the judge's replies that were repaired instead of re-asked."""
     judged: tuple[ContextJudgement | None, ...] = ()
     """Per source, its judgement merged over chunks (None where the judge gave none)."""
+    also_extraction: ClaimExtraction | None = None
+    """The reference's claims, for a joint task (None without a reference)."""
 
-    def records(self) -> list[ClaimRecord]:
-        """The claims as result records, with the evidence quote checked against its source."""
+    @property
+    def n_main(self) -> int:
+        """Claims of the split text (the reference's are numbered on from here)."""
+        return len(self.extraction.claims) if self.extraction is not None else 0
+
+    def records(self, *, also: bool = False) -> list[ClaimRecord]:
+        """The claims (``also``: the reference's) as result records, the evidence quote checked."""
         sources = self.plan.sources
-        claims = self.extraction.claims if self.extraction is not None else []
+        extraction = self.also_extraction if also else self.extraction
+        claims = extraction.claims if extraction is not None else []
+        offset = self.n_main if also else 0
         out = []
         for i, claim in enumerate(claims):
-            v = self.verdicts[i] if i < len(self.verdicts) else None
+            v = self.verdicts[offset + i] if offset + i < len(self.verdicts) else None
             verified = None
             if v is not None and v.verdict != "not_found":
                 verified = (
@@ -389,6 +422,10 @@ class ClaimsOutcome:
 _RANK = {"supported": 0, "contradicted": 1, "not_found": 2}
 
 
+async def _extract(judge: Judge, request: JudgeRequest | None) -> JudgeReply | None:
+    return await judge.complete(request) if request is not None else None
+
+
 async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
     """Make the calls of ``claim_plan``: extract the claims, then verify them chunk by chunk.
 
@@ -396,23 +433,35 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
         JudgeError: A call failed for good; its ``usage`` covers every call made here (extraction and
             every verification chunk), not only the failed one.
     """
-    extraction: ClaimExtraction | None = None
     usage = Usage()
-    if claim_plan.extract is not None:
-        reply = await judge.complete(claim_plan.extract)
-        extraction = reply.value  # type: ignore[assignment]
-        usage = reply.usage
+    got = await asyncio.gather(
+        _extract(judge, claim_plan.extract), _extract(judge, claim_plan.also_extract), return_exceptions=True
+    )
+    for reply in got:
+        if isinstance(reply, JudgeReply):
+            usage = usage + reply.usage
+        elif isinstance(reply, BaseException):
+            usage = usage + spent_by(reply)
+    failed = [r for r in got if isinstance(r, BaseException)]
+    if failed:
+        first = failed[0]
+        raise first.with_usage(usage) if isinstance(first, JudgeError) else first
+    main, also = (r if isinstance(r, JudgeReply) else None for r in got)
+    extraction: ClaimExtraction | None = main.value if main is not None else None  # type: ignore[assignment]
+    also_extraction: ClaimExtraction | None = also.value if also is not None else None  # type: ignore[assignment]
     claims = [c.text for c in extraction.claims] if extraction is not None else []
-    verdicts: list[VerifiedClaim | None] = [None] * len(claims)
-    requests = claim_plan.verify(claims)
+    also_claims = [c.text for c in also_extraction.claims] if also_extraction is not None else []
+    n_all = len(claims) + len(also_claims)
+    verdicts: list[VerifiedClaim | None] = [None] * n_all
+    requests = claim_plan.verify(claims, also_claims)
     if not requests:
-        return ClaimsOutcome(claim_plan, extraction, verdicts, usage)
+        return ClaimsOutcome(claim_plan, extraction, verdicts, usage, also_extraction=also_extraction)
     # every chunk finishes (and is paid for) even when one fails, so the failure carries their usage
     try:
         answers: list[JudgeReply | BaseException] = await asyncio.gather(
             *(judge.complete(request) for request in requests), return_exceptions=True
         )
-    except asyncio.CancelledError:  # the sample timed out: the extraction was paid for all the same
+    except asyncio.CancelledError:  # the sample timed out: the extractions were paid for all the same
         note_unclaimed(usage)
         raise
     failures = [a for a in answers if isinstance(a, BaseException)]
@@ -423,7 +472,7 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
         raise first.with_usage(usage) if isinstance(first, JudgeError) else first
     replies = [a for a in answers if isinstance(a, JudgeReply)]
     repairs: list[str] = []
-    text_verdicts: list[str | None] = [None] * len(claims)
+    text_verdicts: list[str | None] = [None] * n_all
     pieces: list[list[ContextJudgement]] = [[] for _ in claim_plan.sources]
     for chunk, chunk_reply in zip(claim_plan.chunks, replies, strict=True):  # gather: one per chunk
         result: ClaimVerification = chunk_reply.value  # type: ignore[assignment]
@@ -451,6 +500,7 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
         chunks=len(claim_plan.chunks),
         repairs=tuple(repairs),
         judged=tuple(_merge(i, found) for i, found in enumerate(pieces)),
+        also_extraction=also_extraction,
     )
 
 

@@ -10,7 +10,7 @@ made).
 
 from __future__ import annotations
 
-from ragmetrics.metrics.claims.engine import ANSWER_CHECK
+from ragmetrics.metrics.claims.engine import ClaimTask
 from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim, verified_edge
 
 __all__ = ["FaithfulnessMetric", "faithfulness"]
@@ -62,5 +62,5 @@ class FaithfulnessMetric(ClaimMetric):
     """
 
     name = "faithfulness"
-    task = ANSWER_CHECK
+    task = ClaimTask()
     scoring = staticmethod(faithfulness)

@@ -8,7 +8,7 @@ contexts: 0.0.
 
 from __future__ import annotations
 
-from ragmetrics.metrics.claims.engine import ANSWER_CHECK
+from ragmetrics.metrics.claims.engine import ClaimTask
 from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim, verified_edge
 
 __all__ = ["GroundednessMetric", "groundedness"]
@@ -58,5 +58,5 @@ class GroundednessMetric(ClaimMetric):
     """
 
     name = "groundedness"
-    task = ANSWER_CHECK
+    task = ClaimTask()
     scoring = staticmethod(groundedness)

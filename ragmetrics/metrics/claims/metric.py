@@ -14,10 +14,9 @@ result, latency, the claim rates and the ``*_sync`` twins. A new metric that spl
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,6 +33,7 @@ from ragmetrics.metrics.claims.engine import (
     ClaimPlan,
     ClaimsOutcome,
     ClaimTask,
+    merge_tasks,
     plan,
     run_claims,
 )
@@ -44,6 +44,7 @@ from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, Verdict, 
 
 __all__ = [
     "ClaimMetric",
+    "share_tasks",
     "ClaimScore",
     "Found",
     "context_details",
@@ -72,7 +73,8 @@ class Found:
     judged: tuple[ContextJudgement | None, ...] = ()
     """Per source (context), what the judge said of it: the claims it supports, its relevance."""
     other: Found | None = None
-    """The second task's findings, for a metric with two tasks (answer correctness)."""
+    """The reference's claims, for a task that splits it too (``ClaimTask.also``): its text verdicts
+    are against the answer."""
 
     @property
     def empty(self) -> bool:
@@ -219,6 +221,7 @@ class ClaimMetric(JudgeHolder):
         if not isinstance(context_budget_tokens, int) or context_budget_tokens < 64:
             raise ConfigError(f"{type(self).__name__}: context_budget_tokens must be an int >= 64")
         self.context_budget_tokens = context_budget_tokens
+        self._shared_task: ClaimTask | None = None
         self._init_judge(type(self).__name__, llm, cache, judge_options)
 
     @staticmethod
@@ -244,16 +247,20 @@ class ClaimMetric(JudgeHolder):
             shares_judge=True,
         )
 
-    def tasks_for(self, sample: Sample) -> tuple[ClaimTask, ...]:
-        """The tasks run on ``sample``: ``task``; a metric may choose by the sample or add a second."""
-        return (self.task,)
-
     def plans(self, sample: Sample, repeat: int = 0) -> list[ClaimPlan]:
         """The calls this metric makes on ``sample`` (none when an input it needs is missing)."""
         if missing_input(sample, self.needs, self.name) is not None:
             return []
-        budget, force = self.context_budget_tokens, self.verify_always
-        return [plan(sample, task, budget, repeat, force=force) for task in self.tasks_for(sample)]
+        return [plan(sample, self.active_task, self.context_budget_tokens, repeat, force=self.verify_always)]
+
+    @property
+    def active_task(self) -> ClaimTask:
+        """The task run: ``task``, or the merged task of the claim metrics sharing this judge in a run."""
+        return self._shared_task or self.task
+
+    def use_task(self, task: ClaimTask | None) -> None:
+        """Run ``task`` (a merge of this metric's task with others', see :func:`share_tasks`)."""
+        self._shared_task = task
 
     # -- public API ---------------------------------------------------------------------------------
     async def evaluate(
@@ -323,30 +330,21 @@ class ClaimMetric(JudgeHolder):
         missing = missing_input(sample, self.needs, self.name)
         if missing is not None:
             return self._result(ClaimScore(score=None, status="invalid_input", message=str(missing)), started)
-        answers = await asyncio.gather(
-            *(run_claims(judge, p) for p in self.plans(sample, repeat)), return_exceptions=True
-        )
-        outcomes = [a for a in answers if isinstance(a, ClaimsOutcome)]
-        usage = sum((o.usage for o in outcomes), Usage())
-        failures = [a for a in answers if isinstance(a, BaseException)]
-        for exc in failures:
-            usage = usage + spent_by(exc)
-        if failures:
-            first = failures[0]
-            if not isinstance(first, JudgeError):
-                raise first
-            failed = ClaimScore(score=None, status=first.status, message=str(first))  # type: ignore[arg-type]
-            return self._result(failed, started, usage=usage)  # what the failed calls cost stays on it
-        found = _found(sample, outcomes[0])
-        if len(outcomes) > 1:
-            found = replace(found, other=_found(sample, outcomes[1]))
+        try:
+            outcome = await run_claims(judge, self.plans(sample, repeat)[0])
+        except JudgeError as exc:  # what the failed calls cost stays on the result
+            failed = ClaimScore(score=None, status=exc.status, message=str(exc))  # type: ignore[arg-type]
+            return self._result(failed, started, usage=spent_by(exc))
+        found = _found(sample, outcome)
+        usage = outcome.usage
         return self._result(self.scoring(found), started, usage=usage, found=found.claims)
 
     # -- the one place a claim score becomes a result ----------------------------------------------
     def _signature(self) -> str:
         prompts = [load_prompt(EXTRACT_VERSION)]
-        if self.task.against is not None:
-            prompts.append(load_prompt(VERIFY_V2_VERSION if self.task.v2 else VERIFY_VERSION))
+        task = self.active_task
+        if task.against is not None:
+            prompts.append(load_prompt(VERIFY_V2_VERSION if task.v2 else VERIFY_VERSION))
         info = self.judge.info
         return (
             f"{self.name}|prompts={','.join(p.short for p in prompts)}|judge={info.spec}"
@@ -400,6 +398,34 @@ class ClaimMetric(JudgeHolder):
 
 
 def _found(sample: Sample, outcome: ClaimsOutcome) -> Found:
+    """What was found, as the scoring reads it: the split text's claims, and the reference's apart."""
+    n = outcome.n_main
+
+    def judged(lo: int, hi: int) -> tuple[ContextJudgement | None, ...]:
+        return tuple(
+            None
+            if j is None
+            else j.model_copy(update={"supports": [i - lo for i in j.supports if lo <= i < hi]})
+            for j in outcome.judged
+        )
+
+    def text_verdicts(lo: int, hi: int) -> tuple[Verdict | None, ...]:
+        got = outcome.verdicts[lo:hi]
+        return tuple(v.text_verdict if v is not None else None for v in got)
+
+    total = len(outcome.verdicts)
+    other = None
+    if outcome.also_extraction is not None:
+        other = Found(
+            sample=sample,
+            claims=outcome.records(also=True),
+            extraction=outcome.also_extraction,
+            sources=outcome.plan.sources,
+            chunks=outcome.chunks,
+            repairs=outcome.repairs,
+            text_verdicts=text_verdicts(n, total),
+            judged=judged(n, total),
+        )
     return Found(
         sample=sample,
         claims=outcome.records(),
@@ -407,6 +433,23 @@ def _found(sample: Sample, outcome: ClaimsOutcome) -> Found:
         sources=outcome.plan.sources,
         chunks=outcome.chunks,
         repairs=outcome.repairs,
-        text_verdicts=tuple(v.text_verdict if v is not None else None for v in outcome.verdicts),
-        judged=outcome.judged,
+        text_verdicts=text_verdicts(0, n),
+        judged=judged(0, n),
+        other=other,
     )
+
+
+def share_tasks(metrics: Sequence[object]) -> None:
+    """Give the claim metrics on one judge one merged task, so their requests are the same (made once).
+
+    Run after the judges are shared (``share_judges``); a metric alone on its judge runs its own task.
+    """
+    groups: dict[int, list[ClaimMetric]] = {}
+    for metric in metrics:
+        if isinstance(metric, ClaimMetric):
+            groups.setdefault(id(metric.judge), []).append(metric)
+    for members in groups.values():
+        mergeable = [m for m in members if merge_tasks([m.task]) is not None]
+        merged = merge_tasks([m.task for m in mergeable])
+        for m in members:
+            m.use_task(merged if m in mergeable and len(mergeable) > 1 else None)
