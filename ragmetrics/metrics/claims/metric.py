@@ -6,10 +6,14 @@ class does the rest once for every claim metric: the judge (resolved lazily, sha
 the input checks its :class:`~ragmetrics.metrics.base.Needs` imply, running the plan, the failure
 result, latency, the claim rates and the ``*_sync`` twins. A new metric that splits the reference::
 
-    class ContextRecall(ClaimMetric):
-        name = "context_recall"
+    def recall(found: Found) -> ClaimScore:
+        hits = sum(c.verdict == "supported" for c in found.claims)
+        return ClaimScore(score=hits / len(found.claims), reasoning=f"{hits} supported")
+
+    class ToyRecall(ClaimMetric):
+        name = "toy_recall"
         task = ClaimTask(split="reference", against="contexts")
-        scoring = staticmethod(lambda found: ClaimScore(score=share_supported(found.claims), reasoning="..."))
+        scoring = staticmethod(recall)
 """
 
 from __future__ import annotations
@@ -31,12 +35,11 @@ from ragmetrics.metrics.claims.engine import (
     VERIFY_V2_VERSION,
     VERIFY_VERSION,
     ClaimPlan,
-    ClaimsOutcome,
     ClaimTask,
     merge_tasks,
     plan,
-    run_claims,
 )
+from ragmetrics.metrics.claims.run import ClaimsOutcome, run_claims
 from ragmetrics.metrics.claims.schemas import ClaimExtraction, ContextJudgement
 from ragmetrics.prompting import load_prompt
 from ragmetrics.sample import Sample
