@@ -334,7 +334,10 @@ class ClaimMetric(JudgeHolder):
         if missing is not None:
             return self._result(ClaimScore(score=None, status="invalid_input", message=str(missing)), started)
         try:
-            outcome = await run_claims(judge, self.plans(sample, repeat)[0])
+            claim_plan = plan(
+                sample, self.active_task, self.context_budget_tokens, repeat, force=self.verify_always
+            )
+            outcome = await run_claims(judge, claim_plan)
         except JudgeError as exc:  # what the failed calls cost stays on the result
             failed = ClaimScore(score=None, status=exc.status, message=str(exc))  # type: ignore[arg-type]
             return self._result(failed, started, usage=spent_by(exc))

@@ -91,9 +91,20 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
             every verification chunk), not only the failed one.
     """
     usage = Usage()
-    got = await asyncio.gather(
-        _extract(judge, claim_plan.extract), _extract(judge, claim_plan.also_extract), return_exceptions=True
-    )
+    got: list[JudgeReply | BaseException | None]
+    if claim_plan.also_extract is None:  # one extraction: no task to gather
+        try:
+            got = [await _extract(judge, claim_plan.extract), None]
+        except JudgeError as exc:
+            got = [exc, None]
+    else:
+        got = list(
+            await asyncio.gather(
+                _extract(judge, claim_plan.extract),
+                _extract(judge, claim_plan.also_extract),
+                return_exceptions=True,
+            )
+        )
     for reply in got:
         if isinstance(reply, JudgeReply):
             usage = usage + reply.usage
