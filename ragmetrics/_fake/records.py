@@ -113,6 +113,8 @@ class FakeRequest:
     ``response_format`` type ``json_schema``)."""
     reply: FakeReply | None = None
     """The scripted or fault reply used (None for the default answer)."""
+    received_at: float = 0.0
+    """``time.monotonic()`` in the server's process when the request arrived (observed request rates)."""
 
 
 class FakeRule:
