@@ -64,6 +64,8 @@ class RateBucket:
         self.cuts = 0
         self.requests = 0
         self.throttles = 0
+        self._first: float | None = None
+        self._last = 0.0
 
     def config(self) -> dict[str, float | None]:
         """The caps this bucket was made with (to check that a shared bucket is the one meant)."""
@@ -77,16 +79,18 @@ class RateBucket:
         """Wait for one request of ``tokens`` prompt tokens under the caps; returns the cut count."""
         self.requests += 1
         rate = self._rate
-        if rate is None:
-            return self.cuts
-        if self._lock is None:  # made here, on the actor's event loop
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            share = self._share(time.monotonic())
-            rpm, tpm = self._caps
-            rate.requests_per_minute = rpm * share if rpm else None
-            rate.tokens_per_minute = tpm * share if tpm else None
-            await rate.acquire(tokens)
+        if rate is not None:
+            if self._lock is None:  # made here, on the actor's event loop
+                self._lock = asyncio.Lock()
+            async with self._lock:
+                share = self._share(time.monotonic())
+                rpm, tpm = self._caps
+                rate.requests_per_minute = rpm * share if rpm else None
+                rate.tokens_per_minute = tpm * share if tpm else None
+                await rate.acquire(tokens)
+        self._last = time.monotonic()
+        if self._first is None:
+            self._first = self._last
         return self.cuts
 
     def record(self, tokens: int) -> None:
@@ -105,9 +109,13 @@ class RateBucket:
         return self.cuts
 
     def stats(self) -> dict[str, float]:
-        """Requests granted, 429s reported, cuts made, the share of the caps in force, time waited."""
+        """What the bucket did: requests, 429s reported, cuts, share of the caps in force, time waited.
+
+        ``span_s`` is the time from the first request granted to the last.
+        """
         return {
             "requests": self.requests,
+            "span_s": self._last - self._first if self._first is not None else 0.0,
             "throttles": self.throttles,
             "cuts": self.cuts,
             "share": self._share(time.monotonic()),

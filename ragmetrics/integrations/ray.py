@@ -334,7 +334,8 @@ def evaluate_ray(
         },
         batch_size=batch_size,
         batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=workers),
+        # one batch running and one waiting per worker (they run one at a time): no worker hoards batches
+        compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=2),
         num_cpus=num_cpus,
         **dict(map_options or {}),
     )
