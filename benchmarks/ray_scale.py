@@ -1,6 +1,6 @@
 """evaluate_ray on a local Ray cluster: throughput with 1, 2 and 4 workers under one shared rpm cap.
 
-Run: ``python benchmarks/ray_scale.py`` (10,000 samples per setting, about 12 minutes on 2 cores), or
+Run: ``python benchmarks/ray_scale.py`` (10,000 samples per setting, about 15 minutes on 2 cores), or
 ``python benchmarks/ray_scale.py --samples 2000`` (what ran for the table in the README, about 4
 minutes). Writes ``benchmarks/results/ray_scale.json`` and prints markdown table rows.
 
@@ -98,7 +98,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning, module="ray")  # Ray's own
     import ray
 
-    ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
     results = []
     try:
         with ServerProcess(latency=args.latency) as srv:

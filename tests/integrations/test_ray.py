@@ -30,14 +30,24 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")
 
 KEY = "sk-test-ray-dummy"
 METRICS = ["faithfulness", "relevancy"]
-_PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGMETRICS_JUDGE", "RAGMETRICS_MAX_ATTEMPTS")
+_ENV = (  # what tests/conftest.py's clean_env removes, which the workers must not inherit either
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "RAGMETRICS_JUDGE",
+    "RAGMETRICS_CACHE_DIR",
+    "RAGMETRICS_PRICES",
+    "RAGMETRICS_MAX_ATTEMPTS",
+    "RAGMETRICS_TIMEOUT_S",
+)
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
     """One local Ray cluster for the module; workers inherit this environment, so clean it first."""
-    saved = {name: os.environ.pop(name) for name in _PROVIDER_VARIABLES if name in os.environ}
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    saved = {name: os.environ.pop(name) for name in _ENV if name in os.environ}
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never another's
     try:
         yield
     finally:
