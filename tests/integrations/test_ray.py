@@ -7,6 +7,7 @@ its recorded arrival times are what the rate limit is checked against.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import math
 import os
@@ -47,11 +48,13 @@ _ENV = (  # what tests/conftest.py's clean_env removes, which the workers must n
 def cluster() -> Iterator[None]:
     """One local Ray cluster for the module; workers inherit this environment, so clean it first."""
     saved = {name: os.environ.pop(name) for name in _ENV if name in os.environ}
+    printer = builtins.print  # Ray Data's progress bars (ray.experimental.tqdm_ray) replace it for good
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never another's
     try:
         yield
     finally:
         ray.shutdown()
+        builtins.print = printer
         os.environ.update(saved)
 
 
