@@ -23,6 +23,7 @@ from typing import Any
 
 from ragmetrics.integrations._ray_bucket import ClusterGate
 from ragmetrics.judge.limits import AdaptiveLimiter
+from ragmetrics.metrics.base import needs_of
 from ragmetrics.pipeline.dataset import Dataset, Row
 from ragmetrics.pipeline.export import table_rows
 from ragmetrics.pipeline.runner import EvaluationPipeline, share_judges
@@ -44,12 +45,13 @@ _COUNTS = (
 
 
 def needed_fields(metrics: Sequence[Any]) -> tuple[str, ...]:
-    """The sample fields every row needs for these metrics (as the pipeline decides them)."""
-    needs_question = any(getattr(m, "needs_question", False) for m in metrics)
-    needs_contexts = any(
-        getattr(m, "needs_contexts", getattr(m, "needs_verification", False)) for m in metrics
+    """The columns a tabular dataset must have for these metrics (as the pipeline decides them)."""
+    needs = [needs_of(m) for m in metrics]
+    return (
+        ("answer",)
+        + (("question",) if any(n.question for n in needs) else ())
+        + (("contexts",) if any(n.contexts for n in needs) else ())
     )
-    return ("answer",) + (("question",) if needs_question else ()) + (("contexts",) if needs_contexts else ())
 
 
 def result_types(metrics: Sequence[str], repeats: int) -> dict[str, str]:

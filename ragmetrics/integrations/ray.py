@@ -53,6 +53,7 @@ _REFUSED = {
     "max_cost_usd": "a budget would hold per batch, not for the run; estimate first (ragmetrics estimate)",
     "callbacks": "they would run on the workers; read the result dataset instead",
     "progress": "Ray Data shows the run's progress",
+    "batch": "a provider batch runs from one process (EvaluationPipeline(batch=True), eval --batch)",
 }
 """Pipeline options that mean something else on a cluster, and what to do instead."""
 

@@ -257,6 +257,8 @@ def test_bad_configuration_fails_before_anything_runs(srv, tmp_path):
     pd = pytest.importorskip("pandas")
     with pytest.raises(ConfigError, match="max_cost_usd"):
         evaluate_ray(_rows(2), METRICS, llm="offline", max_cost_usd=1.0)
+    with pytest.raises(ConfigError, match="batch"):
+        evaluate_ray(_rows(2), METRICS, llm="offline", batch=True)
     with pytest.raises(ConfigError, match="spec string"):
         evaluate_ray(_rows(2), METRICS, llm=ragmetrics.resolve_judge("offline"))
     frame = pd.DataFrame([{"question": "q", "answer": "a"}])

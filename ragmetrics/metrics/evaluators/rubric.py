@@ -29,10 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_option_text
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
+from ragmetrics.judge.base import ModelT
 from ragmetrics.judge.metering import note_unclaimed
 from ragmetrics.metrics._judged import JudgeHolder
+from ragmetrics.metrics.base import Needs
 from ragmetrics.metrics.evaluators._rubric_schemas import (
     EvaluationSteps,
     GEvalGrade,
@@ -66,8 +69,7 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 def _check_criterion(text: object, option: str, owner: str) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"{owner}: {option} must be a non-empty string, got {text!r}")
+    text = check_option_text(text, option, owner)
     unknown = sorted({m.group(1) for m in _PLACEHOLDER.finditer(text)} - {"output", "input"})
     if unknown:
         raise ConfigError(
@@ -101,7 +103,9 @@ def _messages(system: Prompt, user: str) -> tuple[Message, ...]:
 class _JudgedEvaluator(Evaluator, JudgeHolder):
     """Judge resolution (lazy, cached), sharing with the pipeline, and the sync twin that closes clients."""
 
+    judged = True
     _prompt_ids: tuple[str, ...] = ()
+    needs = Needs(judge=True, shares_judge=True)
 
     def __init__(
         self,
@@ -136,7 +140,7 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
     def _options(self) -> dict[str, object]:
         return {"threshold": self.threshold, "negate": self.negate}
 
-    async def _ask(self, request: JudgeRequest) -> JudgeReply:
+    async def _ask(self, request: JudgeRequest[ModelT]) -> JudgeReply[ModelT]:
         return await self.judge.complete(request)
 
     def _reasoning(self, text: str) -> str:
@@ -202,7 +206,12 @@ class LLMJudgeEvaluator(_JudgedEvaluator):
         prompts = super()._prompts()
         return [*prompts, self._template] if self._template is not None else prompts
 
-    def _request(self, prediction: str, reference: str, input: str) -> JudgeRequest:  # noqa: A002
+    def _request(
+        self,
+        prediction: str,
+        reference: str,
+        input: str,  # noqa: A002
+    ) -> JudgeRequest[JudgeRating | JudgeReplyText]:
         variables = {"input": input, "prediction": prediction, "reference": reference}
         if self._template is None:
             system, grade = self._prompts()
@@ -273,6 +282,7 @@ class LLMRubricEvaluator(_JudgedEvaluator):
     """
 
     name = "llm_rubric"
+    primary_option = "rubric"
     _prompt_ids = ("rubric/system.v1", "rubric/grade.v1")
 
     def __init__(
@@ -313,7 +323,7 @@ class LLMRubricEvaluator(_JudgedEvaluator):
             reply = await self._ask(request)
         except JudgeError as exc:
             return judge_failure(exc, info)
-        value: RubricGrade = reply.value  # type: ignore[assignment]
+        value = reply.value
         verdict = "passes" if value.passed else "fails"
         return Scored(
             score=value.score,
@@ -342,6 +352,7 @@ class GEvalEvaluator(_JudgedEvaluator):
     """
 
     name = "g_eval"
+    primary_option = "criteria"
     _prompt_ids = ("g_eval/system.v1", "g_eval/steps.v1", "g_eval/grade.v1")
 
     def __init__(
@@ -403,7 +414,7 @@ class GEvalEvaluator(_JudgedEvaluator):
                     version=LOGIC_VERSION,
                 )
             )
-            steps = tuple(reply.value.steps)  # type: ignore[attr-defined]
+            steps = tuple(reply.value.steps)
             self._steps_memo[criteria] = steps
             future.set_result(steps)
             return steps, reply.usage
@@ -447,16 +458,9 @@ class GEvalEvaluator(_JudgedEvaluator):
             note_unclaimed(usage)
             raise
         except JudgeError as exc:
-            failed = judge_failure(exc, info)
-            return Scored(
-                score=None,
-                status=failed.status,
-                message=failed.message,
-                usage=usage + spent_by(exc),
-                judge=info,
-            )
+            return judge_failure(exc, info, usage=usage + spent_by(exc))
         usage = usage + reply.usage
-        value: GEvalGrade = reply.value  # type: ignore[assignment]
+        value = reply.value
         verdict = "passes" if value.passed else "fails"
         return Scored(
             score=value.score / 10.0,
