@@ -118,6 +118,8 @@ class FakeRequest:
     """For a request that arrived inside a provider batch: the batch's id (None: a real-time request)."""
     custom_id: str | None = None
     """For a request inside a provider batch: its ``custom_id``."""
+    received_at: float = 0.0
+    """``time.monotonic()`` in the server's process when the request arrived (observed request rates)."""
 
 
 class FakeRule:

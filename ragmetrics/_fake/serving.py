@@ -11,6 +11,7 @@ import hashlib
 import json
 import random
 import threading
+import time
 import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -192,6 +193,7 @@ class Serving:
             variables=task.read(call.user_texts) if task and call else None,
             prompt="\n\n".join(texts),
             prompt_tokens=prompt_tokens,
+            received_at=time.monotonic(),
         )
         return request, call
 

@@ -3,7 +3,9 @@
 - :mod:`ragmetrics.integrations.langchain`: ``RagMetricsCallbackHandler``, a LangChain callback
   handler (extra ``ragmetrics[langchain]``);
 - :mod:`ragmetrics.integrations.llamaindex`: ``RagMetricsEventHandler`` for LlamaIndex's
-  instrumentation, and ``as_llamaindex_evaluator`` (extra ``ragmetrics[llamaindex]``).
+  instrumentation, and ``as_llamaindex_evaluator`` (extra ``ragmetrics[llamaindex]``);
+- :mod:`ragmetrics.integrations.ray`: ``evaluate_ray`` over Ray Data under one cluster-wide
+  ``ClusterRateLimit`` (extra ``ragmetrics[ray]``; import it from there).
 
 Both handlers capture question, retrieved contexts and answer per top-level run, score them in the
 background through the pipeline, and keep :class:`RunResult` records. Importing this package loads

@@ -8,6 +8,12 @@ because asyncio primitives cannot cross loops (``*_sync`` calls each run their o
 refilled continuously, each holding at most ``burst_s`` seconds' worth, so requests are spread evenly
 instead of bursting into the provider's per-minute window. Its state is plain numbers and a
 monotonic clock, so it needs no per-loop primitives.
+
+A limit shared beyond this process plugs in at two seams, kept apart below: :class:`RateGate`, what a
+judge awaits before each request (:class:`RateLimiter` is one; ``ragmetrics.integrations.ray`` passes
+one that asks a cluster-wide bucket), and :attr:`AdaptiveLimiter.on_throttle`, told of every rate
+limit so that one worker's 429 can cut the others' limits (through :meth:`AdaptiveLimiter.cut`,
+which tells no one).
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-__all__ = ["AdaptiveLimiter", "RateLimiter"]
+__all__ = ["AdaptiveLimiter", "RateGate", "RateLimiter"]
 
 
 @dataclass(slots=True)
@@ -42,6 +50,9 @@ class AdaptiveLimiter:
     _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = field(
         default_factory=weakref.WeakKeyDictionary, init=False
     )
+    on_throttle: Callable[[], None] | None = field(default=None, repr=False)
+    """Seam: called after each rate limit :meth:`on_rate_limited` records (a cluster-wide limit passes
+    the signal on to every worker; see ``ragmetrics.integrations.ray``). None: nobody else is told."""
 
     def __post_init__(self) -> None:
         self.limit = self.maximum
@@ -76,10 +87,20 @@ class AdaptiveLimiter:
             self._successes = 0
 
     def on_rate_limited(self) -> None:
-        """Record a 429: halve the limit (at least 1), at most once per ``cooldown_s``.
+        """Record a 429: halve the limit (at least 1), at most once per ``cooldown_s``; tell ``on_throttle``.
 
         A burst of 429s from requests that were all in flight together is one signal, not many:
         without the cooldown, 32 simultaneous 429s would cut a limit of 32 down to 1.
+        """
+        self.cut()
+        if self.on_throttle is not None:
+            self.on_throttle()
+
+    def cut(self) -> None:
+        """Halve the limit (at least 1), at most once per ``cooldown_s``, telling no one.
+
+        :meth:`on_rate_limited` calls it for this judge's own 429s; a shared limit calls it when
+        another worker saw one.
         """
         self._successes = 0
         now = time.monotonic()
@@ -90,6 +111,20 @@ class AdaptiveLimiter:
             self.throttled += 1
             self._last_cut = now
         self.limit = new
+
+
+class RateGate(Protocol):
+    """Seam: what a judge awaits before each request, and tells of the tokens each reply used.
+
+    :class:`RateLimiter` is the one of a single process; a limit shared by many processes (a Ray
+    actor's token bucket) is another.
+    """
+
+    async def acquire(self, tokens: int = 0) -> None:
+        """Wait until one request of ``tokens`` prompt tokens may be sent."""
+
+    def record(self, tokens: int) -> None:
+        """Debit tokens a reply used beyond those acquired."""
 
 
 @dataclass(slots=True)

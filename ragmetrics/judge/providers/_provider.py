@@ -35,7 +35,7 @@ from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import metering
 from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
 from ragmetrics.judge.breaker import DeadJudgeBreaker
-from ragmetrics.judge.limits import AdaptiveLimiter, RateLimiter
+from ragmetrics.judge.limits import AdaptiveLimiter, RateGate, RateLimiter
 from ragmetrics.judge.pricing import PriceTable, cost_usd, load_prices
 from ragmetrics.judge.providers._instructor import hit_token_limit
 from ragmetrics.judge.retry import Failure, RetryPolicy, TransientFailure, WaitRetryAfterOrBackoff
@@ -110,8 +110,8 @@ class ProviderJudge(ABC):
         self.limiter = AdaptiveLimiter(maximum=settings.max_concurrency)
         rpm = settings.requests_per_minute
         tpm = settings.tokens_per_minute
-        self.rate: RateLimiter | None = RateLimiter(rpm, tpm) if (rpm or tpm) else None
-        """Optional requests/tokens-per-minute caps (None: uncapped)."""
+        self.rate: RateGate | None = RateLimiter(rpm, tpm) if (rpm or tpm) else None
+        """Optional requests/tokens-per-minute caps (None: uncapped); a shared limit may replace it."""
         self.policy = RetryPolicy(
             max_attempts=settings.max_attempts,
             initial_s=settings.backoff_initial_s,
@@ -307,12 +307,13 @@ class ProviderJudge(ABC):
                         self.retries += 1
                         meter.resend()
                     try:
+                        client = self._client()  # built before the rate grant, so the grant is used at once
                         if self.rate is not None:
                             await self.rate.acquire(_prompt_estimate(request))
                         marked = _IN_OUR_CALL.set(True)  # copied into the task wait_for makes
                         try:
                             outcome = await asyncio.wait_for(
-                                self._call(self._client(), request, max_tokens),
+                                self._call(client, request, max_tokens),
                                 timeout=self.settings.timeout_s * (self.settings.reasks + 1) + 5,
                             )
                         finally:

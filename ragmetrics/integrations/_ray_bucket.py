@@ -1,0 +1,166 @@
+"""One rate limit for a whole Ray cluster: the bucket (a Ray actor) and each worker's gate to it.
+
+:class:`RateBucket` runs as one named Ray actor per quota. It holds the requests-per-minute and
+tokens-per-minute token buckets (a :class:`~ragmetrics.judge.limits.RateLimiter`, so the arithmetic is
+the single-process one) and the cluster's 429 signal: a rate limit seen by any worker halves the
+bucket's rates (recovering linearly over ``recover_s``) and counts a *cut*, which every worker follows
+by halving its own concurrency limit the next time it asks for a request.
+
+:class:`ClusterGate` is the worker side: a :class:`~ragmetrics.judge.limits.RateGate` for the judge
+(one actor call per request) that also hooks the judge's
+:class:`~ragmetrics.judge.limits.AdaptiveLimiter` so its 429s reach the bucket.
+
+The bucket keeps no per-worker state (tokens taken are simply spent), so a worker killed half way
+leaks nothing. Requests wait in order of arrival (one lock), so no worker starves.
+
+Nothing here imports ray: the actor class is made remote by ``ragmetrics.integrations.ray``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from ragmetrics.judge.limits import AdaptiveLimiter, RateGate, RateLimiter
+
+__all__ = ["ClusterGate", "RateBucket"]
+
+
+class RateBucket:
+    """The cluster-wide token buckets and 429 signal (the body of a Ray actor; async methods).
+
+    Args:
+        requests_per_minute: Cap on requests started per minute over the whole cluster (None: none).
+        tokens_per_minute: Cap on prompt + completion tokens per minute (None: none).
+        burst_s: Seconds' worth of each rate the buckets may hold (as :class:`RateLimiter`).
+        cooldown_s: After a cut, further 429s within this time are the same signal (no second cut).
+        recover_s: After a cut, the rates climb back linearly, by the full cap per ``recover_s``.
+        floor: The least share of the caps a run of cuts may leave.
+    """
+
+    def __init__(
+        self,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        *,
+        burst_s: float = 1.0,
+        cooldown_s: float = 1.0,
+        recover_s: float = 10.0,
+        floor: float = 1 / 16,
+    ) -> None:
+        self._caps = (requests_per_minute, tokens_per_minute)
+        self._rate = (
+            RateLimiter(requests_per_minute, tokens_per_minute, burst_s=burst_s)
+            if (requests_per_minute or tokens_per_minute)
+            else None
+        )
+        self._cooldown_s = cooldown_s
+        self._recover_s = recover_s
+        self._floor = floor
+        self._lock: asyncio.Lock | None = None
+        self._cut_share = 1.0
+        self._last_cut = float("-inf")
+        self.cuts = 0
+        self.requests = 0
+        self.throttles = 0
+        self._first: float | None = None
+        self._last = 0.0
+
+    def config(self) -> dict[str, float | None]:
+        """The caps this bucket was made with (to check that a shared bucket is the one meant)."""
+        return {"requests_per_minute": self._caps[0], "tokens_per_minute": self._caps[1]}
+
+    def _share(self, now: float) -> float:
+        """The share of the caps in force: 1 until a cut, then climbing back from the cut share."""
+        return min(1.0, self._cut_share + (now - self._last_cut) / self._recover_s)
+
+    async def acquire(self, tokens: int = 0) -> int:
+        """Wait for one request of ``tokens`` prompt tokens under the caps; returns the cut count."""
+        self.requests += 1
+        rate = self._rate
+        if rate is not None:
+            if self._lock is None:  # made here, on the actor's event loop
+                self._lock = asyncio.Lock()
+            async with self._lock:
+                share = self._share(time.monotonic())
+                rpm, tpm = self._caps
+                rate.requests_per_minute = rpm * share if rpm else None
+                rate.tokens_per_minute = tpm * share if tpm else None
+                await rate.acquire(tokens)
+        self._last = time.monotonic()
+        if self._first is None:
+            self._first = self._last
+        return self.cuts
+
+    def record(self, tokens: int) -> None:
+        """Debit tokens a reply used beyond those acquired (its completion)."""
+        if self._rate is not None and tokens > 0:
+            self._rate.record(tokens)
+
+    def throttle(self) -> int:
+        """A worker saw a rate limit: halve the rates and count a cut (once per ``cooldown_s``)."""
+        self.throttles += 1
+        now = time.monotonic()
+        if now - self._last_cut >= self._cooldown_s:
+            self._cut_share = max(self._floor, self._share(now) / 2)
+            self._last_cut = now
+            self.cuts += 1
+        return self.cuts
+
+    def stats(self) -> dict[str, float]:
+        """What the bucket did: requests, 429s reported, cuts, share of the caps in force, time waited.
+
+        ``span_s`` is the time from the first request granted to the last.
+        """
+        return {
+            "requests": self.requests,
+            "span_s": self._last - self._first if self._first is not None else 0.0,
+            "throttles": self.throttles,
+            "cuts": self.cuts,
+            "share": self._share(time.monotonic()),
+            "waited_s": self._rate.waited_s if self._rate is not None else 0.0,
+        }
+
+
+class ClusterGate:
+    """A judge's :class:`RateGate` that asks the cluster's :class:`RateBucket` actor.
+
+    Built around the judge's own limiter, it sends that limiter's 429s to the bucket
+    (``limiter.on_throttle``) and, when the bucket reports a cut made for another worker's 429, cuts
+    the limiter too. A local gate (the judge's own ``requests_per_minute``) still applies after it.
+
+    Args:
+        bucket: The bucket's Ray actor handle.
+        limiter: The judge's concurrency limiter.
+        local: The judge's own rate gate, if it had one.
+    """
+
+    def __init__(self, bucket: Any, limiter: AdaptiveLimiter, local: RateGate | None = None) -> None:
+        self._bucket = bucket
+        self._limiter = limiter
+        self._local = local
+        self._seen = 0
+        self.followed = 0
+        """Cuts made to this worker's limit for other workers' rate limits."""
+        limiter.on_throttle = self._throttled
+
+    async def acquire(self, tokens: int = 0) -> None:
+        """Wait for the cluster's bucket (then the local gate, if any)."""
+        cuts = await self._bucket.acquire.remote(tokens)
+        if cuts > self._seen:
+            self._seen = cuts
+            self.followed += 1
+            self._limiter.cut()  # within the limiter's cooldown of its own cut, this one is a no-op
+        if self._local is not None:
+            await self._local.acquire(tokens)
+
+    def record(self, tokens: int) -> None:
+        """Debit the reply's extra tokens at the bucket (not awaited: nothing waits on it)."""
+        if tokens > 0:
+            self._bucket.record.remote(tokens)
+        if self._local is not None:
+            self._local.record(tokens)
+
+    def _throttled(self) -> None:
+        self._bucket.throttle.remote()

@@ -1,0 +1,153 @@
+"""What each Ray worker runs: one EvaluationPipeline, fed Ray Data batches, giving back result tables.
+
+:class:`BatchEvaluator` is the callable class of ``map_batches``. Ray builds one per actor; it builds
+one :class:`~ragmetrics.pipeline.runner.EvaluationPipeline` (its judges with their disk cache, retries,
+single-flight and failure statuses), points each judge's rate gate at the cluster's bucket, and runs
+the pipeline on every batch it is given. A batch's rows keep their position in the whole dataset (the
+``__ragmetrics_index`` column added by ``evaluate_ray``), so indices, default ids and error messages
+name the row as a single-process run would. Results are the rows of ``to_pandas()`` as an Arrow table;
+the columns ragmetrics adds get fixed types, so every batch's table has one schema.
+
+Batches run one at a time per actor (Ray hands an async actor several): a pipeline run closes its
+judges' clients when it ends, which must not happen under another run's requests. Within a batch
+the pipeline's own ``concurrency`` applies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragmetrics.integrations._ray_bucket import ClusterGate
+from ragmetrics.judge.limits import AdaptiveLimiter
+from ragmetrics.metrics.base import needs_of
+from ragmetrics.pipeline.dataset import Dataset, Row
+from ragmetrics.pipeline.export import table_rows
+from ragmetrics.pipeline.runner import EvaluationPipeline, share_judges
+
+__all__ = ["INDEX_COLUMN", "BatchEvaluator", "needed_fields", "result_types"]
+
+INDEX_COLUMN = "__ragmetrics_index"
+"""The column holding each row's position in the whole dataset (added before, dropped from results)."""
+
+_COUNTS = (
+    "calls",
+    "reasks",
+    "retries",
+    "unmetered_calls",
+    "cached_calls",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
+def needed_fields(metrics: Sequence[Any]) -> tuple[str, ...]:
+    """The columns a tabular dataset must have for these metrics (as the pipeline decides them)."""
+    needs = [needs_of(m) for m in metrics]
+    return (
+        ("answer",)
+        + (("question",) if any(n.question for n in needs) else ())
+        + (("contexts",) if any(n.contexts for n in needs) else ())
+    )
+
+
+def result_types(metrics: Sequence[str], repeats: int) -> dict[str, str]:
+    """The Arrow type of every column ragmetrics adds to a result row (by name: ``int64``, ...)."""
+    types = {"index": "int64", "id": "string"}
+    for name in metrics:
+        types |= {name: "float64", f"{name}_status": "string", f"{name}_reason": "string"}
+        if repeats > 1:
+            types[f"{name}_std"] = "float64"
+    types |= {"mean_score": "float64", **dict.fromkeys(_COUNTS, "int64")}
+    types |= {"cost_usd": "float64", "latency_ms": "float64", "errors": "string"}
+    return types
+
+
+def _load_sdks() -> None:
+    """Import the provider SDKs now, not after the first request was granted (seconds on a busy node).
+
+    The SDKs load their resource modules on first use (``client.chat``), a second or more of imports
+    that would otherwise delay the first granted requests and send them in a bunch.
+    """
+    for name in ("openai.resources", "anthropic.resources"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # pragma: no cover - core dependencies; a judge without one fails by itself
+            pass
+    try:
+        instructor = importlib.import_module("instructor")
+        for name in ("from_openai", "from_anthropic"):  # each loads its provider on first access
+            getattr(instructor, name, None)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+class BatchEvaluator:
+    """The ``map_batches`` callable: one pipeline per Ray actor, run on each batch in turn.
+
+    Args:
+        metrics: Metric objects, unresolved (each actor resolves its own judges).
+        bucket: The cluster's ``RateBucket`` actor handle (None: no shared limit).
+        columns: Sample field -> column name.
+        pipeline_options: :class:`EvaluationPipeline` options.
+    """
+
+    def __init__(
+        self,
+        metrics: Sequence[Any],
+        bucket: Any,
+        columns: Mapping[str, str],
+        pipeline_options: Mapping[str, Any],
+    ) -> None:
+        self._pipeline = EvaluationPipeline(
+            list(metrics), columns=columns, progress=False, **dict(pipeline_options)
+        )
+        self._columns = dict(columns)
+        self._required = needed_fields(self._pipeline.metrics)
+        self._types = result_types(self._pipeline.metric_names, self._pipeline.repeats)
+        self._lock: asyncio.Lock | None = None
+        self.gates: list[ClusterGate] = []
+        if bucket is not None:
+            for judge in share_judges(self._pipeline.metrics):  # resolves them: the same objects every run
+                inner: Any = getattr(judge, "inner", None)
+                limiter = getattr(inner, "limiter", None)
+                if isinstance(limiter, AdaptiveLimiter) and hasattr(inner, "rate"):
+                    gate = ClusterGate(bucket, limiter, inner.rate)
+                    inner.rate = gate
+                    self.gates.append(gate)
+        if self.gates:
+            _load_sdks()
+
+    def _rows(self, batch: Any) -> list[Row]:
+        """The batch's rows (a ``pyarrow.Table``) with their positions in the whole dataset."""
+        positions = [int(i) for i in batch.column(INDEX_COLUMN).to_pylist()]
+        frame = batch.drop_columns([INDEX_COLUMN]).to_pandas()
+        data = Dataset(frame, columns=self._columns, required=self._required)
+        return [dataclasses.replace(row, index=pos) for row, pos in zip(data.rows(), positions, strict=True)]
+
+    async def __call__(self, batch: Any) -> Any:
+        """Score one batch; return its result rows as a ``pyarrow.Table``."""
+        if self._lock is None:  # made on the loop Ray runs async batches on
+            self._lock = asyncio.Lock()
+        rows = self._rows(batch)
+        async with self._lock:
+            results = await self._pipeline.evaluate(rows)
+        return self._table(table_rows(results, metrics=results.metrics), batch)
+
+    def _table(self, rows: list[dict[str, Any]], batch: Any) -> Any:
+        import pyarrow as pa
+
+        table = pa.Table.from_pylist(rows)
+        given = batch.schema
+        fields = []
+        for field in table.schema:
+            if field.name in self._types:
+                fields.append(pa.field(field.name, self._types[field.name]))
+            elif pa.types.is_null(field.type) and field.name in given.names:
+                fields.append(given.field(field.name))  # all None in this batch: the input's type
+            else:
+                fields.append(field)
+        return table.cast(pa.schema(fields))

@@ -1,0 +1,290 @@
+"""evaluate_ray on a real local Ray cluster (2 CPUs, one per module) against the loopback fake server.
+
+The fake server runs in this process; the Ray workers are other processes that reach it over HTTP, and
+its recorded arrival times are what the rate limit is checked against.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ragmetrics
+from ragmetrics.errors import ConfigError, MissingDependencyError
+from ragmetrics.testing import FakeLLMServer, FakeReply
+
+ray = pytest.importorskip("ray")
+
+from ragmetrics.integrations.ray import ClusterRateLimit, evaluate_ray  # noqa: E402
+
+# Ray's own DataContext warns about its deprecated fields when it is first built (not ours to fix).
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")
+
+KEY = "sk-test-ray-dummy"
+METRICS = ["faithfulness", "relevancy"]
+_ENV = (  # what tests/conftest.py's clean_env removes, which the workers must not inherit either
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "RAGMETRICS_JUDGE",
+    "RAGMETRICS_CACHE_DIR",
+    "RAGMETRICS_PRICES",
+    "RAGMETRICS_MAX_ATTEMPTS",
+    "RAGMETRICS_TIMEOUT_S",
+)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    """One local Ray cluster for the module; workers inherit this environment, so clean it first."""
+    saved = {name: os.environ.pop(name) for name in _ENV if name in os.environ}
+    printer = builtins.print  # Ray Data's progress bars (ray.experimental.tqdm_ray) replace it for good
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never another's
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        builtins.print = printer
+        os.environ.update(saved)
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(fake: FakeLLMServer, cluster: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # the single-process runs read it; workers get api_key=
+    fake.reset()
+    yield fake
+    fake.reset()
+
+
+def _rows(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"s{i}",
+            "question": f"What is item {i}?",
+            "answer": f"Item {i} is a blue box. It was made in {1900 + i}.",
+            "contexts": [f"Item {i} is a blue box made in {1900 + i}." if i % 3 else f"Item {i} is red."],
+        }
+        for i in range(n)
+    ]
+
+
+def _spec(srv: FakeLLMServer) -> str:
+    return f"openai:gpt-4o-mini@{srv.openai_base_url}"
+
+
+def _plain(frame: Any) -> list[dict[str, Any]]:
+    """Rows with pandas' missing values as None and arrays as lists, sorted by index, latency dropped."""
+    out = []
+    for row in frame.sort_values("index").to_dict("records"):
+        clean = {}
+        for key, value in row.items():
+            if key == "latency_ms":
+                continue
+            if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+                value = value.tolist()
+            if isinstance(value, float) and math.isnan(value):
+                value = None
+            clean[key] = value
+        out.append(clean)
+    return out
+
+
+def _max_in_window(stamps: list[float], seconds: float) -> int:
+    stamps = sorted(stamps)
+    best, j = 0, 0
+    for i, start in enumerate(stamps):
+        while j < len(stamps) and stamps[j] < start + seconds:
+            j += 1
+        best = max(best, j - i)
+    return best
+
+
+def test_four_workers_stay_under_one_cluster_rpm_and_match_a_single_process_run(srv, tmp_path):
+    srv.latency = 0.05
+    rows = _rows(32)
+    limit = ClusterRateLimit(requests_per_minute=1200, burst_s=0.25)  # 20 per second, bursts of 5
+    out = evaluate_ray(
+        rows,
+        metrics=METRICS,
+        llm=_spec(srv),
+        judge_options={"api_key": KEY},
+        cache=str(tmp_path / "ray-cache"),
+        workers=4,
+        batch_size=4,
+        rate_limit=limit,
+    )
+    frame = out.to_pandas()
+    stamps = [r.received_at for r in srv.requests]
+    assert len(stamps) == 64, "two calls per sample (claims extracted once for both metrics, one verify)"
+    # a token bucket's promise, seen at the server: in any window, at most rate x window + what the
+    # bucket holds, + the requests a grant-to-send delay of up to 0.25 s can bunch (2 shared cores)
+    assert _max_in_window(stamps, 2.0) <= 2 * 20 + 5 + 5
+    assert max(stamps) - min(stamps) >= (64 - 5) / 20 - 0.25, "over the run, no faster than the cap"
+    assert limit.stats()["requests"] == 64 and limit.stats()["waited_s"] > 0, (
+        "the cap, not the workers, set the pace"
+    )
+
+    srv.reset()
+    single = ragmetrics.evaluate_sync(rows, metrics=METRICS, llm=_spec(srv), progress=False).to_pandas()
+    assert srv.calls.total() == 64
+    assert list(frame.columns) == list(single.columns)
+    assert _plain(frame) == _plain(single)
+    assert {r["faithfulness_status"] for r in _plain(frame)} == {"ok"}
+
+
+def test_one_workers_429_slows_every_worker(srv, tmp_path):
+    srv.latency = 0.02
+    srv.on(lambda r: r.index == 60, FakeReply(status=429, retry_after=0, message="slow down"), times=1)
+    limit = ClusterRateLimit(requests_per_minute=1800, burst_s=0.2, recover_s=60.0)  # 30 a second
+    out = evaluate_ray(
+        _rows(64),
+        metrics=METRICS,
+        llm=_spec(srv),
+        judge_options={"api_key": KEY, "backoff_initial_s": 0.0},
+        cache=str(tmp_path / "ray-cache"),
+        workers=4,
+        batch_size=8,
+        rate_limit=limit,
+    )
+    frame = out.to_pandas()
+    stamps = sorted(r.received_at for r in srv.requests)
+    throttled = next(r.received_at for r in srv.requests if r.index == 60)
+    following = [t for t in stamps if t > throttled][:60]
+    stats = limit.stats()
+    assert stats["throttles"] == 1 and stats["cuts"] == 1 and stats["waited_s"] > 0
+    # At the cap, 60 requests take 1.8 s (the bucket holds 6). The cut halves the shared rate (15 a
+    # second, climbing back by 0.5 a second), so they take about 3.4 s: all four workers slowed down,
+    # since the bucket would otherwise hand the throttled worker's share to the other three. Margin:
+    # requests granted before the cut but sent late (a stall on these 2 shared cores) arrive after it.
+    took = following[-1] - throttled
+    assert took >= 2.2, f"60 requests in {took:.2f} s after the 429; 1.8 s at the uncut cap"
+    assert len(stamps) == 129, "the 429'd request is retried once, nothing else is repeated"
+    assert set(frame["faithfulness_status"]) == {"ok"} and frame["retries"].sum() == 1
+
+
+def _crash_once(marker: str, victim: str) -> Any:
+    """A metric that kills its worker process the first time it meets ``victim`` (after a pause)."""
+
+    async def crash_once(sample: Any) -> float:
+        if sample.id == victim and not os.path.exists(marker):
+            await asyncio.sleep(0.8)  # the rest of the batch's calls finish and reach the disk cache
+            Path(marker).write_text("crashed")
+            os._exit(1)
+        return 1.0
+
+    return crash_once
+
+
+def test_a_worker_killed_half_way_is_retried_and_the_disk_cache_saves_the_finished_calls(srv, tmp_path):
+    srv.latency = 0.05
+    rows = _rows(24)
+    options = {"api_key": KEY, "max_concurrency": 4}
+    clean = evaluate_ray(
+        rows,
+        METRICS,
+        llm=_spec(srv),
+        judge_options=options,
+        cache=str(tmp_path / "a"),
+        workers=2,
+        batch_size=8,
+    ).to_pandas()
+    clean_calls = srv.calls.total()
+    assert clean_calls == 48
+
+    srv.reset()
+    marker = tmp_path / "crashed"
+    metrics = [*METRICS, _crash_once(str(marker), victim="s13")]
+    crashed = evaluate_ray(
+        rows,
+        metrics,
+        llm=_spec(srv),
+        judge_options=options,
+        cache=str(tmp_path / "b"),
+        workers=2,
+        batch_size=8,
+    ).to_pandas()
+    assert marker.read_text() == "crashed", "the worker died half way through its batch"
+    assert set(crashed["crash_once"]) == {1.0}, "Ray restarted the worker and retried the batch"
+    # without the cache the retried batch would make its 16 calls again; with it, only the calls in
+    # flight when the worker died (at most max_concurrency) are made twice
+    assert clean_calls <= srv.calls.total() <= clean_calls + options["max_concurrency"]
+    assert _scores(crashed) == _scores(clean)
+
+
+def _scores(frame: Any) -> list[tuple[Any, ...]]:
+    keys = ("index", "id", "faithfulness", "faithfulness_status", "relevancy", "relevancy_status")
+    return [tuple(r[k] for k in keys) for r in _plain(frame)]
+
+
+def test_bad_rows_become_error_rows_naming_their_position(srv, tmp_path):
+    rows = _rows(6)
+    rows[2] = {"id": "no-answer", "question": "What?", "contexts": ["x"]}
+    rows[4] = {"id": "no-contexts", "question": "What?", "answer": "Item 4 is a box.", "contexts": None}
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    frame = evaluate_ray(
+        path, METRICS, llm=_spec(srv), judge_options={"api_key": KEY}, cache=False, workers=2, batch_size=2
+    ).to_pandas()
+    records = {r["id"]: r for r in _plain(frame)}
+    assert len(records) == 6
+    assert records["no-answer"]["faithfulness_status"] == "invalid_input"
+    assert "row 2" in records["no-answer"]["errors"] and "answer" in records["no-answer"]["errors"]
+    assert records["no-contexts"]["relevancy_status"] == "invalid_input"
+    assert "row 4" in records["no-contexts"]["errors"] and "contexts" in records["no-contexts"]["errors"]
+    assert records["no-answer"]["faithfulness"] is None, "no score, never NaN"
+    ok = [r for r in records.values() if r["id"].startswith("s")]
+    assert len(ok) == 4 and all(r["faithfulness_status"] == "ok" for r in ok)
+    assert srv.calls.total() == 8, "the bad rows cost nothing"
+
+
+def test_bad_configuration_fails_before_anything_runs(srv, tmp_path):
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(ConfigError, match="max_cost_usd"):
+        evaluate_ray(_rows(2), METRICS, llm="offline", max_cost_usd=1.0)
+    with pytest.raises(ConfigError, match="batch"):
+        evaluate_ray(_rows(2), METRICS, llm="offline", batch=True)
+    with pytest.raises(ConfigError, match="spec string"):
+        evaluate_ray(_rows(2), METRICS, llm=ragmetrics.resolve_judge("offline"))
+    frame = pd.DataFrame([{"question": "q", "answer": "a"}])
+    with pytest.raises(ConfigError, match="contexts"):
+        evaluate_ray(frame, METRICS, llm="offline")
+    (tmp_path / "data.csv").write_text("question,answer\nq,a\n")
+    with pytest.raises(ConfigError, match=r"\.jsonl, \.json or \.parquet"):
+        evaluate_ray(tmp_path / "data.csv", METRICS, llm="offline")
+    with pytest.raises(ConfigError, match="workers"):
+        evaluate_ray(_rows(2), METRICS, llm="offline", workers=0)
+    with pytest.raises(ConfigError, match="requests_per_minute"):
+        ClusterRateLimit(requests_per_minute=0)
+    assert srv.calls.total() == 0
+
+
+def test_a_named_limit_is_shared_and_must_keep_its_caps(srv):
+    first = ClusterRateLimit(requests_per_minute=600, name="ragmetrics-test-quota")
+    second = ClusterRateLimit(requests_per_minute=600, name="ragmetrics-test-quota")
+    ray.get(first.handle.throttle.remote())
+    assert second.stats()["cuts"] == 1, "one actor behind both"
+    with pytest.raises(ConfigError, match="already exists"):
+        ClusterRateLimit(requests_per_minute=900, name="ragmetrics-test-quota")
+    ray.kill(first.handle)
+
+
+def test_without_ray_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if it were not installed
+    with pytest.raises(MissingDependencyError, match=r"ragmetrics\[ray\]"):
+        evaluate_ray([{"answer": "a"}], ["exact_match"])
