@@ -26,8 +26,18 @@ def test_the_score_is_the_weighted_share_of_question_words_found_with_names_weig
     relevant, score, _ = context_relevance(question, "France has many cheeses.")
     assert score == pytest.approx(ENTITY_WEIGHT / (ENTITY_WEIGHT + 1), abs=1e-4) and relevant
     relevant, score, _ = context_relevance(question, "The capital has many cheeses.")
-    assert score == pytest.approx(1 / (ENTITY_WEIGHT + 1), abs=1e-4) and not relevant
+    assert score == pytest.approx(1 / (ENTITY_WEIGHT + 1), abs=1e-4)
     assert context_relevance(question, "Paris is the capital of France.")[1] == 1.0
+
+
+def test_below_a_quarter_of_the_question_is_not_relevant():
+    # five plain content words: one found is 0.2 (not relevant), two found 0.4 (relevant)
+    question = "Which medication lowers blood pressure during pregnancy?"
+    one = context_relevance(question, "Pregnancy lasts about forty weeks.")
+    two = context_relevance(question, "Blood pressure is measured in millimetres of mercury.")
+    assert RELEVANT_SCORE == 0.25
+    assert one[:2] == (False, 0.2) and one[2].endswith("score 0.20, not relevant (threshold 0.25)")
+    assert two[:2] == (True, 0.4) and two[2].endswith("score 0.40, relevant (threshold 0.25)")
 
 
 def test_a_number_in_the_question_counts_as_a_name_and_a_wrong_year_lowers_the_score():
