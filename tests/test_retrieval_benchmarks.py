@@ -108,3 +108,20 @@ def test_cost_reference_is_the_first_contexts_leading_sentences():
     assert rc.reference_for(row) == "First sentence is here."
     assert rc.reference_for({"answer": "An answer.", "contexts": []}) == "An answer."
     assert set(rc.COMBOS["all seven"]) == set(rc.THREE) | set(rc.FOUR) and len(rc.COMBOS) == 10
+
+
+def test_the_recall_series_follows_one_fixed_set_of_records():
+    samples = rq.recall_samples(ROWS, 1)
+    # a made-up recall: the share of own contexts kept
+    n_own = {r["id"]: len(r["contexts"]) for r in ROWS}
+    got = {s["id"]: 1 - s["removed"] / n_own[s["record"]] for s in samples}
+    series = rq.same_records(samples, got)
+    assert series["BEGIN"] == {"records": 3, "min_own_contexts": 1, "mean_recall": {"0": 1.0, "all": 0.0}}
+    # ExpertQA: r0 and r1 have 2 own contexts, r2 has 3: only r2 is followed to 2 removed
+    assert series["ExpertQA"]["records"] == 1 and series["ExpertQA"]["min_own_contexts"] == 3
+    assert series["ExpertQA"]["mean_recall"] == {
+        "0": 1.0,
+        "1": pytest.approx(0.6667),
+        "2": pytest.approx(0.3333),
+        "all": 0.0,
+    }
