@@ -12,6 +12,9 @@ The samples are records of ../shared/data/faithfulness_dev.jsonl (a seeded sampl
 mix). The data has no reference answers; "with a reference" gives each sample the leading sentences of
 its first context, cut to about the answer's length (a plausible extractive gold answer of realistic
 size). Without one, context recall and answer correctness give every row ``invalid_input`` (no call).
+"Today" is ``results/retrieval_costs_before.json``: the three metrics on the code before issue 13
+(main at a0fa6e3, same records and seed), written by this script with
+``--combos "faithfulness,relevancy,groundedness,three RAG metrics" --out .../retrieval_costs_before.json``.
 
     python benchmarks/retrieval_costs.py                  # 100 records
     python benchmarks/retrieval_costs.py --limit 20
@@ -121,6 +124,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--combos", default=",".join(COMBOS), help="comma-separated names of COMBOS")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "retrieval_costs.json")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=HERE / "results" / "retrieval_costs_before.json",
+        help="a run of the three RAG metrics on the code before issue 13 (the budget's 'today')",
+    )
     args = parser.parse_args(argv)
     from ragmetrics.testing import FakeLLMServer
 
@@ -147,6 +156,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             data = samples(rows, with_ref)
             for combo in wanted:
                 result[key][combo] = measure(srv, spec, COMBOS[combo], data, args.concurrency)
+    before = json.loads(args.before.read_text(encoding="utf-8")) if args.before.is_file() else None
+    if before is not None and before.get("records") == result["records"] and before.get("seed") == args.seed:
+        result["before"] = {
+            "file": args.before.name,
+            **{k: before[k].get("three RAG metrics") for k in ("with_reference", "without_reference")},
+        }
     result["verdict"] = verdict(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -160,7 +175,8 @@ def verdict(result: dict[str, Any]) -> dict[str, Any]:
     """Issue 13's budget against the measured figures (None where a combination was not run)."""
     out: dict[str, Any] = {}
     for key, limit in (("with_reference", 4.0), ("without_reference", 2.0)):
-        seven, three = result[key].get("all seven"), result[key].get("three RAG metrics")
+        seven = result[key].get("all seven")
+        three = (result.get("before") or {}).get(key) or result[key].get("three RAG metrics")
         if seven is None:
             continue
         out[f"calls_{key}"] = {
