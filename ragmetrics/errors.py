@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragmetrics.score import Status
+
 __all__ = [
     "CacheError",
     "ConfigError",
@@ -131,7 +133,7 @@ class JudgeError(RagMetricsError):
         model: str = "",
         attempts: int = 1,
         reasks: int = 0,
-        status: str = "provider_error",
+        status: Status = "provider_error",
         http_status: int | None = None,
         hint: str | None = None,
         usage: Any = None,
@@ -187,7 +189,7 @@ class JudgeOutputError(JudgeError):
 class NoScoreError(RagMetricsError):
     """A metric produced no score; ``status`` and ``message`` say why (see ``MetricResult``)."""
 
-    def __init__(self, metric: str, status: str, message: str) -> None:
+    def __init__(self, metric: str, status: Status, message: str) -> None:
         self.metric = metric
         self.status = status
         self.message = message

@@ -88,7 +88,7 @@ def test_render_checks_placeholders_and_escapes():
 
 # Layers (STYLE.md): the folders, lowest first; a module may import only its own layer or below.
 # records (single modules) <- judge <- metrics <- pipeline <- the faces (regression, report, cli, ...).
-RECORDS = ("errors", "_aio", "_version", "_terminal", "sample", "score", "settings", "prompting")
+RECORDS = ("errors", "_aio", "_version", "_terminal", "_textnorm", "sample", "score", "settings", "prompting")
 FACES = ("regression", "report", "cli", "integrations", "testing", "pytest_plugin", "_fake", "eval", "suite")
 LAYERS = [
     {f"ragmetrics.{name}" for name in RECORDS},

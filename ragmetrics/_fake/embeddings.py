@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from ragmetrics._fake.wire import estimate_tokens
+from ragmetrics._textnorm import tokens_for_chars
 
 __all__ = ["BROKEN_EMBEDDINGS", "embed", "embeddings_body", "texts_of"]
 
@@ -73,7 +73,7 @@ def embeddings_body(
         else:
             item = vector
         data.append({"object": "embedding", "index": i, "embedding": item})
-    tokens = estimate_tokens(sum(len(t) for t in texts))
+    tokens = tokens_for_chars(sum(len(t) for t in texts))
     body = {
         "object": "list",
         "data": data,

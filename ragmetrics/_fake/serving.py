@@ -25,7 +25,8 @@ from ragmetrics._fake.routes import ENDPOINTS, KNOWN, route
 from ragmetrics._fake.schema_fill import SchemaFillError, fill, prompt_words
 from ragmetrics._fake.tasks import TASKS, Answerer, Task, task_for
 from ragmetrics._fake.transport import Handler
-from ragmetrics._fake.wire import Answer, Call, broken_json, dumps, estimate_tokens
+from ragmetrics._fake.wire import Answer, Call, broken_json, dumps
+from ragmetrics._textnorm import tokens_for_chars
 from ragmetrics.errors import ConfigError
 
 __all__ = ["ENDPOINTS", "NoAnswerError", "Serving"]
@@ -118,10 +119,10 @@ class Serving:
             call = adapt(self._dialect, body, read_call(endpoint, body))
             task = task_for(call)
             texts = list(call.user_texts)
-            prompt_tokens = estimate_tokens(call.prompt_chars)
+            prompt_tokens = tokens_for_chars(call.prompt_chars)
         else:
             texts = texts_of(body.get("input"))
-            prompt_tokens = estimate_tokens(sum(map(len, texts)))
+            prompt_tokens = tokens_for_chars(sum(map(len, texts)))
         request = FakeRequest(
             index=0,
             endpoint=endpoint,
@@ -190,7 +191,7 @@ class Serving:
         except NoAnswerError as exc:
             handler.send_error_body(endpoint, 400, str(exc))
             return
-        completion_tokens = estimate_tokens(len(text))
+        completion_tokens = tokens_for_chars(len(text))
         with self._lock:
             self._prompt_tokens += request.prompt_tokens
             self._completion_tokens += completion_tokens

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ragmetrics._fake.wire import Call
 from ragmetrics.metrics.claims.schemas import ClaimExtraction, ClaimVerification
-from ragmetrics.metrics.evaluators._rubric_schemas import (
+from ragmetrics.metrics.evaluators.rubric import (
     EvaluationSteps,
     GEvalGrade,
     JudgeRating,

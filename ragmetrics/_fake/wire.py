@@ -3,9 +3,10 @@
 A chat or messages request is read into a :class:`Call` (how structured output was asked for, the
 schema's name and fields, the user texts, the characters the model reads); a reply is built from an
 :class:`Answer` by ``openai_wire`` or ``anthropic_wire``. Token counts are estimates, as no tokenizer
-files can be downloaded: ``ceil(characters / 4)``, over everything the model reads (message texts,
-tool calls and tool results in the history, and the tool or ``response_format`` JSON schema, which
-real providers bill as prompt tokens) and over the text the reply carries (tool arguments or content).
+files can be downloaded: ``ceil(characters / 4)`` (ragmetrics' one estimate,
+:func:`ragmetrics._textnorm.tokens_for_chars`), over everything the model reads (message texts, tool
+calls and tool results in the history, and the tool or ``response_format`` JSON schema, which real
+providers bill as prompt tokens) and over the text the reply carries (tool arguments or content).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ __all__ = [
     "broken_json",
     "dumps",
     "embedded_schema",
-    "estimate_tokens",
     "json_chars",
     "named_tool",
     "schema_call",
@@ -56,11 +56,6 @@ def json_chars(value: Any) -> int:
 def broken_json(text: str) -> str:
     """``text`` cut in half and made syntactically invalid (``,,`` is never valid JSON)."""
     return text[: max(1, len(text) // 2)] + ",,}"
-
-
-def estimate_tokens(chars: int) -> int:
-    """Estimated tokens in ``chars`` characters of text: ``ceil(chars / 4)``."""
-    return (chars + 3) // 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -52,7 +52,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--metrics",
         default=DEFAULT_METRICS,
         metavar="NAMES",
-        help=f"comma-separated metric names (default {DEFAULT_METRICS})",
+        help=f"comma-separated metric names or import paths package.module:attr (default {DEFAULT_METRICS})",
     )
     parser.add_argument(
         "--judge",
@@ -337,9 +337,9 @@ def _eval(args: argparse.Namespace) -> int:
     metrics = _metrics(args, spec, args.threshold, _judge_options(args))
     data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
     notice = sys.stderr if args.json else sys.stdout
-    from ragmetrics.metrics import RAG_METRICS
+    from ragmetrics.metrics.base import needs_of
 
-    judged = any(n.strip() in RAG_METRICS for n in args.metrics.split(","))
+    judged = any(needs_of(m).judge for m in metrics)
     if args.quiet or not judged:
         pass  # --quiet prints no banner; a run of only non-judged evaluators has no judge to name
     elif spec == "offline" and not args.judge:

@@ -5,6 +5,12 @@
 ``vertex:...``, ``offline``), a provider SDK client object or a Judge object into a caching judge.
 Provider SDKs are imported only when a provider judge makes its first call.
 
+Modules: ``base`` (the Judge protocol, requests and replies), ``cache`` (the judge cache) over
+``store`` (the in-memory LRU memo and the disk folder, shared with the embedding cache), ``schema``
+(response schemas in strict form), ``retry``, ``limits``, ``breaker``, ``metering`` and ``pricing``
+(what every network call goes through), ``providers/`` (the SDK adapters) and ``offline/`` (the
+heuristic judge).
+
 Ownership: a judge ragmetrics builds (from a spec or around a client) is closed by ragmetrics after
 each run; a Judge object or SDK client the user passed in is never closed by it.
 """
@@ -18,6 +24,7 @@ from typing import Any
 from ragmetrics.errors import ConfigError, OfflineJudgeWarning
 from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest, Message
 from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.judge.pricing import load_prices
 from ragmetrics.settings import (
     default_cache_dir,
     default_judge_spec,
@@ -87,8 +94,6 @@ def make_judge(
 def _prices(prices: Any) -> Any:
     """The price table: the one given, else ``RAGMETRICS_PRICES``'s file, else None (the bundled one)."""
     if prices is None and prices_file() is not None:
-        from ragmetrics.judge.pricing import load_prices
-
         return load_prices(prices_file())
     return prices
 

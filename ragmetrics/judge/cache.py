@@ -19,7 +19,6 @@ import asyncio
 import hashlib
 import json
 import time
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragmetrics.errors import JudgeError
-from ragmetrics.judge._store import DiskStore, LruMemo
-from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest
+from ragmetrics.judge.base import Judge, JudgeReply, JudgeRequest, ModelT
+from ragmetrics.judge.store import CacheCounts, DiskStore, LruMemo
 from ragmetrics.score import Usage
 
 __all__ = ["CacheStats", "CachingJudge", "cache_key", "canonical_sha256"]
@@ -43,7 +42,7 @@ def schema_hash(model: type[BaseModel]) -> str:
     return hashlib.sha256(schema.encode()).hexdigest()
 
 
-def cache_key(judge: Judge, request: JudgeRequest) -> str:
+def cache_key(judge: Judge, request: JudgeRequest[BaseModel]) -> str:
     """The cache key of ``request`` sent to ``judge`` (never holds an API key)."""
     info = judge.info
     payload = {
@@ -70,16 +69,8 @@ def canonical_sha256(payload: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-@dataclass(slots=True)
-class CacheStats:
-    """Hits and misses of one caching judge."""
-
-    hits: int = 0
-    """Replies served from the disk cache, or from memory when an earlier run stored them."""
-    shared: int = 0
-    """Requests that joined an identical request in flight or repeated one answered in this run."""
-    misses: int = 0
-    """Requests that went to the judge."""
+CacheStats = CacheCounts
+"""Hits, shared requests and misses of one caching judge (the counters every cache keeps)."""
 
 
 class CachingJudge:
@@ -122,13 +113,13 @@ class CachingJudge:
     def __repr__(self) -> str:
         return f"CachingJudge({self.inner!r}, directory={str(self.directory) if self.directory else None!r})"
 
-    def peek(self, request: JudgeRequest) -> dict[str, Any] | None:
+    def peek(self, request: JudgeRequest[BaseModel]) -> dict[str, Any] | None:
         """The stored entry for ``request`` (memory, then disk), without calling or counting anything."""
         key = cache_key(self.inner, request)
         return self._memo.get(key) or self._store.get(key)
 
     # -- the Judge protocol -----------------------------------------------------------------------------
-    async def complete(self, request: JudgeRequest) -> JudgeReply:
+    async def complete(self, request: JudgeRequest[ModelT]) -> JudgeReply[ModelT]:
         """Answer from memory or disk if possible, else join an identical call in flight, else call."""
         started = time.perf_counter()
         key = cache_key(self.inner, request)
@@ -181,8 +172,8 @@ class CachingJudge:
         return reply
 
     def _reply(
-        self, request: JudgeRequest, entry: dict[str, Any], started: float, *, shared: bool = False
-    ) -> JudgeReply:
+        self, request: JudgeRequest[ModelT], entry: dict[str, Any], started: float, *, shared: bool = False
+    ) -> JudgeReply[ModelT]:
         value = request.response_model.model_validate(entry["value"], context=dict(request.context))
         return JudgeReply(
             value=value,

@@ -9,12 +9,16 @@ provider adapter with more room. Adapters classify SDK exceptions into :class:`F
 
 from __future__ import annotations
 
+import datetime as _dt
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 
 from tenacity import RetryCallState
 from tenacity.wait import wait_base
+
+from ragmetrics.score import Status
 
 __all__ = ["Failure", "RetryPolicy", "WaitRetryAfterOrBackoff", "http_failure", "parse_retry_after"]
 
@@ -37,7 +41,7 @@ class RetryPolicy:
 class Failure:
     """A classified provider failure."""
 
-    status: str
+    status: Status
     """Result status it maps to: rate_limited, timeout, provider_error, truncated, judge_output_invalid."""
     transient: bool
     """Whether another attempt may succeed."""
@@ -66,14 +70,10 @@ def parse_retry_after(value: str | None) -> float | None:
     try:
         seconds = float(value)
     except ValueError:
-        from email.utils import parsedate_to_datetime
-
         try:
             when = parsedate_to_datetime(value)
         except (TypeError, ValueError):
             return None
-        import datetime as _dt
-
         seconds = (when - _dt.datetime.now(when.tzinfo or _dt.timezone.utc)).total_seconds()
     return max(0.0, seconds)
 

@@ -2,19 +2,27 @@
 
 ``BUILTIN_METRICS`` maps each snake_case name used in reports, config files and the CLI
 (``faithfulness``, ``exact_match``, ``g_eval``...) to its class. It is the only registry; user metrics
-are passed in, never registered.
+are passed in, never registered: as objects, or on the CLI as an import path ``package.module:attr``
+(:func:`metric_from_name` imports it).
+
+Adding a claim metric is one file (a :class:`~ragmetrics.metrics.claims.metric.ClaimMetric` subclass:
+a name, a :class:`~ragmetrics.metrics.claims.engine.ClaimTask` and a scoring function) plus one line in
+``RAG_METRICS`` below.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
-from ragmetrics.metrics.base import Metric
+from ragmetrics.metrics.base import JudgedMetric, Metric, Needs
+from ragmetrics.metrics.claims.engine import ClaimTask
 from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
 from ragmetrics.metrics.claims.groundedness import GroundednessMetric
+from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found
 from ragmetrics.metrics.claims.relevancy import RelevancyMetric
 from ragmetrics.metrics.evaluators.base import Evaluator
 from ragmetrics.metrics.evaluators.custom import CustomEvaluator
@@ -34,7 +42,20 @@ from ragmetrics.metrics.evaluators.text import (
     RegexMatchEvaluator,
 )
 
-__all__ = ["BUILTIN_METRICS", "BY_NAME", "RAG_METRICS", "Evaluator", "Metric", "metric_from_name"]
+__all__ = [
+    "BUILTIN_METRICS",
+    "BY_NAME",
+    "RAG_METRICS",
+    "ClaimMetric",
+    "ClaimScore",
+    "ClaimTask",
+    "Found",
+    "Evaluator",
+    "JudgedMetric",
+    "Metric",
+    "Needs",
+    "metric_from_name",
+]
 
 RAG_METRICS: Mapping[str, type] = MappingProxyType(
     {cls.name: cls for cls in (FaithfulnessMetric, RelevancyMetric, GroundednessMetric)}
@@ -82,15 +103,21 @@ def metric_from_name(
     """A built-in metric from its name, as the CLI's ``--metrics`` and ``evaluate(metrics=[...])`` build it.
 
     Args:
-        name: One of :data:`BY_NAME` (``faithfulness``, ``relevancy``, ``groundedness``, ``rouge``...).
+        name: One of :data:`BY_NAME` (``faithfulness``, ``relevancy``, ``groundedness``, ``rouge``...),
+            or an import path ``package.module:attr`` naming a metric object, a function of a Sample,
+            or a metric class (a claim metric class gets ``llm``, ``threshold``, ``cache`` and the
+            options; another class is called with no arguments).
         llm: The judge of the RAG metrics (a spec, a ``Judge`` or a client); None: from the environment.
         threshold: The pass mark (RAG metrics and graded evaluators; None: the metric's default).
         cache: Whether the RAG metrics use the judge cache.
         options: More judge options of the RAG metrics (``max_concurrency``, ``timeout_s``...).
 
     Raises:
-        ConfigError: The name is unknown (or needs options only a metric object can take).
+        ConfigError: The name is unknown (or needs options only a metric object can take), or the import
+            path does not name an importable attribute.
     """
+    if ":" in name:
+        return _metric_from_path(name, llm=llm, threshold=threshold, cache=cache, **options)
     if name in RAG_METRICS:
         judge = {} if llm is None else {"llm": llm}
         return RAG_METRICS[name](threshold=threshold, cache=cache, **judge, **options)
@@ -102,3 +129,32 @@ def metric_from_name(
         f"unknown metric {shorten(name, 80)!r}; choose from {', '.join(BY_NAME)} "
         "(other evaluators need options: pass a metric object, or use a suite file)"
     )
+
+
+def _metric_from_path(path: str, *, llm: Any, threshold: float | None, cache: bool, **options: Any) -> Any:
+    module_name, _, attr = path.partition(":")
+    shown = shorten(path, 120)
+    if not module_name.strip() or not attr.strip() or not all(p.isidentifier() for p in attr.split(".")):
+        raise ConfigError(f"metric {shown}: an import path is 'package.module:attr'")
+    try:
+        target: Any = importlib.import_module(module_name.strip())
+    except ImportError as exc:
+        raise ConfigError(
+            f"metric {shown}: cannot import module {shorten(module_name, 80)!r} ({exc}); "
+            "is its folder on PYTHONPATH?"
+        ) from None
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise ConfigError(f"metric {shown}: module {module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if isinstance(target, type):
+        if issubclass(target, ClaimMetric):
+            judge = {} if llm is None else {"llm": llm}
+            return target(threshold=threshold, cache=cache, **judge, **options)
+        return target()
+    if not callable(target) and not callable(getattr(target, "evaluate_sample", None)):
+        raise ConfigError(
+            f"metric {shown} is {type(target).__name__}: name a metric object, a metric class or a "
+            "function of a Sample"
+        )
+    return target

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import CachingJudge, Judge, resolve_judge
+from ragmetrics.settings import check_judge_options, parse_judge_spec
 
 __all__ = ["JudgeHolder"]
 
@@ -64,8 +65,6 @@ class JudgeHolder:
             raise ConfigError(
                 f"{owner}: model= goes with a client object; a spec string names the model ('openai:MODEL')"
             )
-        from ragmetrics.settings import check_judge_options, parse_judge_spec
-
         check_judge_options(options, owner=owner, extra=("prices",))
         if llm is None or isinstance(llm, str):  # the default judge is named later: check the values now
             parse_judge_spec(llm or "offline", **{k: v for k, v in options.items() if k != "prices"})

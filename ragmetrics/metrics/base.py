@@ -1,21 +1,76 @@
-"""The Metric seam shared by the RAG metrics and the classic evaluators.
+"""The metric contract: what the pipeline, the estimator, the suites and the adapters are typed against.
 
-Every metric has a snake_case ``name`` and answers ``evaluate_sample(sample) -> MetricResult``; the
-pipeline needs nothing else. RAG metrics add ``score``/``evaluate`` with keyword fields; evaluators add
-``evaluate(prediction, reference, input)``. Both return the one result shape, ``MetricResult``
-(exported as ``EvalResult`` too), and get their ``*_sync`` twins from :func:`ragmetrics._aio.run_sync`.
+A metric is an object with a snake_case ``name``, a ``threshold`` (or None), a :class:`Needs` value
+saying which sample fields it reads and whether it calls a judge, and ``evaluate_sample(sample) ->
+MetricResult``. What a metric needs is declared as data, so the runner never guesses from attribute
+names. A metric that calls a judge and may share it (``Needs.shares_judge``) is a
+:class:`JudgedMetric`: it also has ``judge``, ``judge_key()`` and ``use_judge()``, and metrics with
+equal keys get one caching judge. Plain functions of a :class:`~ragmetrics.sample.Sample` stay
+accepted; ``ragmetrics.pipeline._metric_call`` normalises them once.
+
+RAG metrics add ``score``/``evaluate`` with keyword fields; evaluators add ``evaluate(prediction,
+reference, input)``. Both return the one result shape, ``MetricResult`` (exported as ``EvalResult``
+too), and get their ``*_sync`` twins from :func:`ragmetrics._aio.run_sync`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from ragmetrics.errors import ConfigError
+from ragmetrics.errors import ConfigError, InvalidInputError, shorten
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult
 
-__all__ = ["Metric", "check_threshold", "passed_at"]
+if TYPE_CHECKING:  # typing only: the judge layer is below metrics, but its import is not needed here
+    from ragmetrics.judge.cache import CachingJudge
+
+__all__ = [
+    "JudgedMetric",
+    "Metric",
+    "Needs",
+    "check_threshold",
+    "missing_input",
+    "needs_of",
+    "passed_at",
+]
+
+SampleField = Literal["question", "answer", "contexts", "reference"]
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What a metric reads from a sample, and whether it calls a judge.
+
+    A required ``question`` or ``reference`` that is missing on a row gives that metric the status
+    ``invalid_input`` on that row (never a silent 0); required ``contexts`` make the pipeline refuse a
+    row without a ``contexts`` field (an explicit empty list is allowed).
+    """
+
+    question: bool = False
+    answer: bool = True
+    contexts: bool = False
+    reference: bool = False
+    judge: bool = False
+    """The metric calls an LLM judge (its calls are estimated, its judge closed after a run)."""
+    shares_judge: bool = False
+    """The metric is a :class:`JudgedMetric` whose judge may be shared with metrics of equal key."""
+
+    @property
+    def fields(self) -> tuple[SampleField, ...]:
+        """The required sample fields, in sample order."""
+        flags: tuple[tuple[SampleField, bool], ...] = (
+            ("question", self.question),
+            ("answer", self.answer),
+            ("contexts", self.contexts),
+            ("reference", self.reference),
+        )
+        return tuple(name for name, wanted in flags if wanted)
+
+
+NO_NEEDS = Needs()
+"""What a plain function of a Sample is assumed to need: the answer only, no judge."""
 
 
 @runtime_checkable
@@ -24,10 +79,76 @@ class Metric(Protocol):
 
     name: str
     """Snake_case name used in reports, config, the CLI and ``BUILTIN_METRICS``."""
+    threshold: float | None
+    """The pass mark, or None."""
+
+    @property
+    def needs(self) -> Needs:
+        """The sample fields the metric reads and its judge."""
+        ...
 
     async def evaluate_sample(self, sample: Sample) -> MetricResult:
         """Score one sample. Judge failures become a result with a status, not an exception."""
         ...
+
+
+class JudgedMetric(Metric, Protocol):
+    """A metric whose caching judge the pipeline may share (``needs.shares_judge``)."""
+
+    @property
+    def judge(self) -> CachingJudge:
+        """The caching judge, resolved on first use."""
+        ...
+
+    def judge_key(self) -> tuple[object, ...]:
+        """What identifies the judge: metrics with equal keys can share one judge object."""
+        ...
+
+    def use_judge(self, judge: CachingJudge) -> None:
+        """Use ``judge`` (shared with other metrics) from now on."""
+        ...
+
+
+def needs_of(metric: Any) -> Needs:
+    """What ``metric`` declares it needs.
+
+    A plain function (or an object without ``needs``) needs the answer only; an older user object's
+    ``needs_question`` / ``needs_contexts`` flags are read here, once.
+    """
+    needs = getattr(metric, "needs", None)
+    if isinstance(needs, Needs):
+        return needs
+    if needs is not None:
+        raise ConfigError(
+            f"metric {shorten(metric, 80)}: needs must be a ragmetrics.metrics.base.Needs, "
+            f"got {type(needs).__name__}"
+        )
+    question = getattr(metric, "needs_question", False) is True
+    contexts = getattr(metric, "needs_contexts", False) is True
+    return Needs(question=question, contexts=contexts) if question or contexts else NO_NEEDS
+
+
+def missing_input(sample: Sample, needs: Needs, owner: str) -> InvalidInputError | None:
+    """The error for a required question or reference the sample lacks (None when nothing is missing).
+
+    The answer and the contexts are checked when the row becomes a sample; this covers the fields a
+    row may lack while other metrics still score it.
+    """
+    if needs.question and not (sample.question or "").strip():
+        return InvalidInputError(
+            "question",
+            "a non-empty string",
+            row=sample.id,
+            detail=f"{owner} judges the answer against the question",
+        )
+    if needs.reference and not (sample.reference or "").strip():
+        return InvalidInputError(
+            "reference",
+            "a non-empty string",
+            row=sample.id,
+            detail=f"{owner} needs a reference answer; add a 'reference' field to the row",
+        )
+    return None
 
 
 def check_threshold(threshold: float | None, owner: str) -> float | None:

@@ -1,9 +1,11 @@
 """Metrics as the runner calls them: objects and plain functions normalised once; judges shared.
 
-:class:`MetricCall` wraps a metric (an object with ``name`` and ``evaluate_sample``) or a function of
-a :class:`~ragmetrics.sample.Sample` (sync or async) into ``await call(sample, repeat) ->
-MetricResult``, coercing floats, bools and dicts. :func:`share_judges` gives claim metrics with an
-equal ``judge_key()`` one caching judge.
+:class:`MetricCall` wraps a :class:`~ragmetrics.metrics.base.Metric` (``name``, ``needs``,
+``threshold``, ``evaluate_sample``) or a function of a :class:`~ragmetrics.sample.Sample` (sync or
+async) into ``await call(sample, repeat) -> MetricResult``, coercing floats, bools and dicts. This is
+the one place a user's object is read (:func:`~ragmetrics.metrics.base.needs_of` gives its ``Needs``).
+:func:`share_judges` gives the metrics that declare a shareable judge (``needs.shares_judge``) and
+have an equal ``judge_key()`` one caching judge.
 """
 
 from __future__ import annotations
@@ -14,18 +16,18 @@ from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.judge.cache import CachingJudge
-from ragmetrics.metrics.base import check_threshold, passed_at
-from ragmetrics.pipeline.records import RESERVED_NAMES
+from ragmetrics.metrics.base import JudgedMetric, check_threshold, needs_of, passed_at
+from ragmetrics.pipeline.records import reserved_name
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult
 
-__all__ = ["MetricCall", "share_judges"]
+__all__ = ["MetricCall", "judged", "share_judges"]
 
 
 class MetricCall:
     """One metric as the runner calls it: ``await call(sample, repeat) -> MetricResult``."""
 
-    __slots__ = ("_fn", "_takes_repeat", "metric", "name", "needs_contexts", "needs_question", "threshold")
+    __slots__ = ("_fn", "_takes_repeat", "metric", "name", "needs", "threshold")
 
     def __init__(self, metric: Any) -> None:
         self.metric = metric
@@ -45,19 +47,16 @@ class MetricCall:
             raise ConfigError(
                 f"metric {shorten(metric, 80)}: its name must be a snake_case identifier, got {name!r}"
             )
-        if name in RESERVED_NAMES:
+        if reserved_name(name):
             raise ConfigError(
-                f"metric name '{name}' clashes with an EvaluationResult attribute; give the metric "
-                "another name"
+                f"metric name '{name}' clashes with an EvaluationResult attribute (result.{name} would "
+                "not be its score); give the metric another name"
             )
         self.name = name
         self._fn = fn
         self._takes_repeat = _accepts(fn, "repeat")
         self.threshold = check_threshold(getattr(metric, "threshold", None), name)
-        self.needs_question = bool(getattr(metric, "needs_question", False))
-        self.needs_contexts = bool(
-            getattr(metric, "needs_contexts", getattr(metric, "needs_verification", False))
-        )
+        self.needs = needs_of(metric)
 
     async def __call__(self, sample: Sample, repeat: int) -> MetricResult:
         out = self._fn(sample, repeat=repeat) if self._takes_repeat else self._fn(sample)
@@ -103,23 +102,24 @@ def _accepts(fn: Callable[..., Any], name: str) -> bool:
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
+def judged(metrics: Sequence[Any]) -> list[JudgedMetric]:
+    """The metrics that declare a shareable judge (``needs.shares_judge``)."""
+    return [m for m in metrics if needs_of(m).shares_judge]
+
+
 def share_judges(metrics: Sequence[Any]) -> list[CachingJudge]:
-    """Give claim metrics with equal ``judge_key()`` one caching judge; return the judges in use.
+    """Give judged metrics with equal ``judge_key()`` one caching judge; return the judges in use.
 
     Resolving a judge is when a missing API key is reported (``ConfigError``), so this runs before
     the first call of a run.
     """
     groups: dict[Any, CachingJudge] = {}
     judges: dict[int, CachingJudge] = {}
-    for metric in metrics:
-        key_fn, use = getattr(metric, "judge_key", None), getattr(metric, "use_judge", None)
-        if callable(key_fn) and callable(use):
-            key = key_fn()
-            if key in groups:
-                use(groups[key])
-            else:
-                groups[key] = metric.judge
-        judge = getattr(metric, "judge", None) if hasattr(type(metric), "judge") or callable(key_fn) else None
-        if isinstance(judge, CachingJudge):
-            judges[id(judge)] = judge
+    for metric in judged(metrics):
+        key = metric.judge_key()
+        if key in groups:
+            metric.use_judge(groups[key])
+        else:
+            groups[key] = metric.judge
+        judges[id(metric.judge)] = metric.judge
     return list(judges.values())

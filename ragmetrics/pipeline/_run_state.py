@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.judge.store import CacheCounts
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.pipeline.report import CacheSummary, ReportBuilder, RunStats
 
@@ -19,9 +20,7 @@ __all__ = ["RunState"]
 
 @dataclass(slots=True)
 class _Baseline:
-    hits: int = 0
-    shared: int = 0
-    misses: int = 0
+    cache: CacheCounts = field(default_factory=CacheCounts)
     retries: int = 0
     throttled: int = 0
 
@@ -30,9 +29,7 @@ def _judge_counters(judge: CachingJudge) -> _Baseline:
     inner = judge.inner
     limiter = getattr(inner, "limiter", None)
     return _Baseline(
-        hits=judge.stats.hits,
-        shared=judge.stats.shared,
-        misses=judge.stats.misses,
+        cache=judge.stats.copy(),
         retries=int(getattr(inner, "retries", 0) or 0),
         throttled=int(getattr(limiter, "throttled", 0) or 0),
     )
@@ -65,13 +62,11 @@ class RunState:
 
     def stats(self) -> RunStats:
         """The run's counters so far."""
-        cache = CacheSummary()
+        counts = self._cache_counts()
+        cache = CacheSummary(hits=counts.hits, shared=counts.shared, misses=counts.misses)
         retries = throttled = 0
         for judge, base in zip(self.judges, self.baselines, strict=True):
             now = _judge_counters(judge)
-            cache.hits += now.hits - base.hits
-            cache.shared += now.shared - base.shared
-            cache.misses += now.misses - base.misses
             retries += now.retries - base.retries
             throttled += now.throttled - base.throttled
         b = self.builder
@@ -90,6 +85,13 @@ class RunState:
             judges=[j.info.spec for j in self.judges],
         )
 
+    def _cache_counts(self) -> CacheCounts:
+        """The judge cache lookups of this run, over every judge."""
+        total = CacheCounts()
+        for judge, base in zip(self.judges, self.baselines, strict=True):
+            total = total + judge.stats.since(base.cache)
+        return total
+
     def calibrated(self, estimate: float) -> float:
         """The estimate scaled by how actual costs compared with estimates so far."""
         if self.estimated > 0 and self.actual > 0:
@@ -101,16 +103,11 @@ class RunState:
         progress = self.progress
         if not progress.enabled:
             return
-        hits = requests = 0
-        for judge, base in zip(self.judges, self.baselines, strict=True):
-            s = judge.stats
-            got = s.hits - base.hits  # from the cache; shared requests count as requests only
-            hits += got
-            requests += got + (s.shared - base.shared) + s.misses - base.misses
+        counts = self._cache_counts()  # shared requests count as requests, not as hits
         progress.update(
             self.done,
             failed=self.builder.failed,
-            cache_hits=hits,
-            cache_requests=requests,
+            cache_hits=counts.hits,
+            cache_requests=counts.lookups,
             cost_usd=self.builder.usage.cost_usd,
         )

@@ -1,8 +1,8 @@
 """Predict the LLM calls, tokens and cost of a run before making it, without calling anything.
 
-For the claim metrics the estimate follows the pipeline's own schedule: one extraction call per
-sample (shared by every claim metric on the same judge) and one verification call per chunk of
-contexts (for faithfulness and groundedness, when the answer has claims and there are contexts).
+For the claim metrics the estimate prices the claim engine's own plan (``ClaimMetric.plan``, the one
+a run executes): one extraction call per split text (shared by every claim metric on the same judge)
+and one verification call per chunk of the sources, when the text has claims and there are sources.
 Prompts are rendered exactly as they would be sent; prompt tokens are counted as characters / 4 plus
 the response schema (providers bill the tool schema as prompt tokens); completion tokens are guessed
 from the answer's length and its number of sentences. When ``check_cache`` is on, requests already in
@@ -23,10 +23,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragmetrics._textnorm import tokens_for_chars as _tokens
 from ragmetrics.errors import InvalidInputError
-from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.judge.cache import CachingJudge, cache_key
 from ragmetrics.judge.pricing import cost_usd
-from ragmetrics.metrics.claims.engine import ClaimMetric, chunk_contexts, extract_request, verify_request
+from ragmetrics.metrics.base import needs_of
+from ragmetrics.metrics.claims.engine import ClaimPlan
+from ragmetrics.metrics.claims.metric import ClaimMetric
+from ragmetrics.pipeline._metric_call import share_judges
 from ragmetrics.pipeline.dataset import Dataset, to_sample
 from ragmetrics.sample import Sample
 
@@ -37,10 +41,6 @@ _VERDICT_OVERHEAD_CHARS = 130
 """Characters of one verdict's JSON besides the quote: index, verdict, context, a one-line reason."""
 _CLAIM_OVERHEAD_CHARS = 45
 """Characters of one extracted claim's JSON besides its text and span."""
-
-
-def _tokens(chars: int) -> int:
-    return -(-chars // 4)
 
 
 @cache
@@ -120,10 +120,8 @@ class _Cost:
 @dataclass(slots=True)
 class _Group:
     judge: CachingJudge
-    question_needed: bool
-    """All claim metrics of the group need a question (relevancy alone): no call without one."""
-    budgets: tuple[int, ...]
-    """Context budgets of the metrics that verify (each distinct budget makes its own requests)."""
+    members: list[ClaimMetric]
+    """The claim metrics on this judge; each plans its own calls, equal requests are made once."""
 
 
 def _peek(judge: CachingJudge, request: Any) -> Mapping[str, Any] | None:
@@ -134,6 +132,10 @@ def _peek(judge: CachingJudge, request: Any) -> Mapping[str, Any] | None:
 class SampleEstimator:
     """Predicts one sample's usage for a set of metrics (the runner uses it for ``max_cost_usd``).
 
+    Each claim metric's calls come from its own :meth:`~ragmetrics.metrics.claims.metric.ClaimMetric.plan`,
+    the plan a run executes; requests equal under the judge's cache key are counted once, as the
+    cache and single-flight make them once in a run.
+
     Args:
         metrics: The metrics; claim metrics on equal judges (``judge_key``) share calls, as in a run.
         repeats: Runs per metric.
@@ -143,24 +145,15 @@ class SampleEstimator:
     def __init__(self, metrics: Sequence[Any], *, repeats: int = 1, check_cache: bool = True) -> None:
         self.repeats = repeats
         self.check_cache = check_cache
-        groups: dict[int, list[ClaimMetric]] = {}
-        judges: dict[int, CachingJudge] = {}
+        groups: dict[int, _Group] = {}
         self.unestimated: list[str] = []
         for metric in metrics:
             if isinstance(metric, ClaimMetric):
                 judge = metric.judge
-                groups.setdefault(id(judge), []).append(metric)
-                judges[id(judge)] = judge
-            elif hasattr(metric, "judge") or hasattr(metric, "judge_key"):
+                groups.setdefault(id(judge), _Group(judge, [])).members.append(metric)
+            elif needs_of(metric).judge:
                 self.unestimated.append(str(getattr(metric, "name", type(metric).__name__)))
-        self.groups = [
-            _Group(
-                judge=judges[key],
-                question_needed=all(m.needs_question for m in members),
-                budgets=tuple(sorted({m.context_budget_tokens for m in members if m.needs_verification})),
-            )
-            for key, members in groups.items()
-        ]
+        self.groups = list(groups.values())
 
     def judges(self) -> list[CachingJudge]:
         """The judges estimated, one per group."""
@@ -180,36 +173,43 @@ class SampleEstimator:
         return sum(c.cost for c in self.estimate(sample).values())
 
     def _sample(self, group: _Group, sample: Sample, repeat: int, acc: _Cost) -> None:
-        if not sample.answer.strip():
+        seen: set[str] = set()
+        for metric in group.members:
+            claim_plan = metric.plan(sample, repeat)
+            if claim_plan is not None:
+                self._plan(group.judge, claim_plan, seen, acc)
+
+    def _plan(self, judge: CachingJudge, claim_plan: ClaimPlan, seen: set[str], acc: _Cost) -> None:
+        request = claim_plan.extract
+        if request is None:
             return
-        if group.question_needed and not (sample.question or "").strip():
-            return
-        request = extract_request(sample, repeat)
-        entry = _peek(group.judge, request) if self.check_cache else None
+        key = cache_key(judge.inner, request)
+        entry = _peek(judge, request) if self.check_cache else None
         if entry is not None:
-            acc.cached += 1
             claims = [c["text"] for c in entry["value"].get("claims", []) if str(c.get("text", "")).strip()]
             known = True
         else:
-            claims = _sentences(sample.answer)
+            claims = _sentences(claim_plan.text)
             known = False
-            completion = _tokens(2 * len(sample.answer) + _CLAIM_OVERHEAD_CHARS * (len(claims) + 1))
-            prompt = _request_tokens(request) + _schema_tokens(request.response_model)
-            self._bill(group.judge, acc, prompt, completion)
-        if not group.budgets or not claims or not sample.contexts:
-            return
+        if key not in seen:
+            seen.add(key)
+            if known:
+                acc.cached += 1
+            else:
+                completion = _tokens(2 * len(claim_plan.text) + _CLAIM_OVERHEAD_CHARS * (len(claims) + 1))
+                prompt = _request_tokens(request) + _schema_tokens(request.response_model)
+                self._bill(judge, acc, prompt, completion)
         claim_chars = sum(len(c) for c in claims)
-        for budget in group.budgets:
-            for chunk in chunk_contexts(sample.contexts, budget):
-                texts = [p.text for p in chunk]
-                vreq = verify_request(claims, texts, repeat)
-                if known and self.check_cache and _peek(group.judge, vreq) is not None:
-                    acc.cached += 1
-                    continue
-                completion = _tokens(len(claims) * _VERDICT_OVERHEAD_CHARS + claim_chars)
-                self._bill(
-                    group.judge, acc, _request_tokens(vreq) + _schema_tokens(vreq.response_model), completion
-                )
+        for vreq in claim_plan.verify(claims):
+            vkey = cache_key(judge.inner, vreq)
+            if vkey in seen:
+                continue
+            seen.add(vkey)
+            if known and self.check_cache and _peek(judge, vreq) is not None:
+                acc.cached += 1
+                continue
+            completion = _tokens(len(claims) * _VERDICT_OVERHEAD_CHARS + claim_chars)
+            self._bill(judge, acc, _request_tokens(vreq) + _schema_tokens(vreq.response_model), completion)
 
     @staticmethod
     def _bill(judge: CachingJudge, acc: _Cost, prompt: int, completion: int) -> None:
@@ -263,14 +263,11 @@ def estimate(
         ConfigError: Bad dataset or columns.
     """
     from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
-    from ragmetrics.pipeline._metric_call import share_judges
 
     share_judges(metrics)
     if dataset is None:
         dataset = _columns_dataset(questions, answers, contexts, None, None)
-    needs_contexts = any(
-        getattr(m, "needs_verification", False) for m in metrics if isinstance(m, ClaimMetric)
-    )
+    needs_contexts = any(needs_of(m).contexts for m in metrics)
     ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset, columns=columns)
     estimator = SampleEstimator(metrics, repeats=repeats, check_cache=check_cache)
     result = Estimate(repeats=repeats)

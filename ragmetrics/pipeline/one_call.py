@@ -13,6 +13,7 @@ from typing import Any
 
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError
+from ragmetrics.metrics import metric_from_name
 from ragmetrics.pipeline._results import EvaluationResults
 from ragmetrics.pipeline.runner import EvaluationPipeline
 
@@ -23,8 +24,6 @@ DEFAULT_METRICS = ("faithfulness", "relevancy", "groundedness")
 
 
 def _build(metrics: Any, llm: Any, threshold: float | None) -> list[Any]:
-    from ragmetrics.metrics import metric_from_name
-
     if isinstance(metrics, str):
         metrics = [metrics]
     if not isinstance(metrics, Sequence) or not metrics:

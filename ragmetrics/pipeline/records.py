@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult, Usage
 
-RESERVED_NAMES = frozenset(
+_FIELD_NAMES = frozenset(
     {
         "index",
         "id",
@@ -38,7 +38,7 @@ RESERVED_NAMES = frozenset(
         "model_fields",
     }
 )
-"""Names a metric may not take: they are attributes of :class:`EvaluationResult` already."""
+"""The record's own fields and properties (the rest of :data:`RESERVED_NAMES` is read off the class)."""
 
 
 class ErrorRecord(BaseModel):
@@ -193,6 +193,17 @@ class EvaluationResult(BaseModel):
             if err.metric is None:
                 return err.status
         return "missing"
+
+
+RESERVED_NAMES = frozenset(_FIELD_NAMES | {n for n in dir(EvaluationResult) if not n.startswith("_")})
+"""Names a metric may not take: attributes of :class:`EvaluationResult` already (its fields, its
+methods, and pydantic's: ``json``, ``copy``, ``dict``, ``model_dump``...), so ``result.<name>`` would
+not be the score. Any ``model_*`` name is refused too (pydantic reserves the prefix)."""
+
+
+def reserved_name(name: str) -> bool:
+    """Whether a metric named ``name`` would be shadowed on :class:`EvaluationResult`."""
+    return name in RESERVED_NAMES or name.startswith("model_")
 
 
 # -- aggregates -----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics._version import __version__
+from ragmetrics.judge.store import CacheCounts
 from ragmetrics.pipeline.export import (
     _metric_names,
     _pandas,
@@ -152,8 +153,7 @@ class CacheSummary(BaseModel):
     @property
     def hit_rate(self) -> float | None:
         """``hits / all requests`` (shared requests are not cache hits); None before any request."""
-        total = self.hits + self.shared + self.misses
-        return self.hits / total if total else None
+        return CacheCounts(hits=self.hits, shared=self.shared, misses=self.misses).hit_rate
 
 
 class RunStats(BaseModel):

@@ -2,7 +2,8 @@
 
 How a run goes:
 
-- **Judges are shared.** Claim metrics whose ``judge_key()`` is equal get one caching judge, so the
+- **Judges are shared.** Metrics declaring a shareable judge (``needs.shares_judge``, see
+  :class:`~ragmetrics.metrics.base.Needs`) whose ``judge_key()`` is equal get one caching judge, so the
   claims of a sample are extracted once for faithfulness, relevancy and groundedness together (two
   calls per sample for all three) and one adaptive concurrency limit applies per provider+model.
 - **Bounded work.** ``concurrency`` workers pull rows from the dataset lazily and push finished
@@ -173,10 +174,10 @@ class EvaluationPipeline:
         self.callbacks = list(callbacks)
         self.columns = dict(columns or {})
         Dataset([], columns=self.columns)  # checks the mapping's field names now
-        self._needs_contexts = any(c.needs_contexts for c in self._calls)
+        self._needs_contexts = any(c.needs.contexts for c in self._calls)
         self._required = (
             ("answer",)
-            + (("question",) if any(c.needs_question for c in self._calls) else ())
+            + (("question",) if any(c.needs.question for c in self._calls) else ())
             + (("contexts",) if self._needs_contexts else ())
         )
         self._executor = SampleExecutor(

@@ -9,10 +9,12 @@ than as text. :func:`build_payload` documents the layout.
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from ragmetrics._textnorm import fold, normalize_for_match
 from ragmetrics.pipeline.report import Report
 from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult
 
@@ -266,15 +268,16 @@ def _claim(
     return row, end
 
 
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
-_TRIM = " \t\r\n\"'\u2018\u2019\u201c\u201d.\u2026"
-
-
 class _Finder:
-    """Finds a span or quote in a text: verbatim, else ignoring case, whitespace runs and quote style."""
+    """Finds a span or quote in a text: verbatim, else as the quote check compares them.
+
+    The fallback searches :func:`~ragmetrics._textnorm.fold` of the text for
+    :func:`~ragmetrics._textnorm.normalize_for_match` of the needle: the folding the claim engine's
+    ``quote_found`` applies, so a quote it finds exactly (not only fuzzily) is highlighted.
+    """
 
     def __init__(self) -> None:
-        self._norm: dict[int, tuple[str, list[int]]] = {}
+        self._folded: dict[int, tuple[str, array[int], array[int]]] = {}
 
     def locate(self, text: str, needle: str, start: int = 0) -> tuple[int, int] | None:
         """``(start, end)`` code-point offsets of ``needle`` in ``text`` (from ``start`` first), or None."""
@@ -286,40 +289,21 @@ class _Finder:
             i = text.find(needle)
         if i >= 0:
             return i, i + len(needle)
-        norm, where = self._normalised(text)
-        probe = _normalise(needle.strip(_TRIM) or needle)[0].strip()
+        probe = normalize_for_match(needle)
         if not probe:
             return None
-        k = norm.find(probe)
+        folded, starts, ends = self._fold(text)
+        k = folded.find(probe)
         if k < 0:
             return None
-        return where[k], where[k + len(probe) - 1] + 1
+        return starts[k], ends[k + len(probe) - 1]
 
-    def _normalised(self, text: str) -> tuple[str, list[int]]:
+    def _fold(self, text: str) -> tuple[str, array[int], array[int]]:
         key = id(text)
-        got = self._norm.get(key)
+        got = self._folded.get(key)
         if got is None:
-            got = self._norm[key] = _normalise(text)
+            got = self._folded[key] = fold(text)
         return got
-
-
-def _normalise(text: str) -> tuple[str, list[int]]:
-    """Lower case, one space for any whitespace run, straight quotes; with each char's original offset."""
-    out: list[str] = []
-    where: list[int] = []
-    space = False
-    for i, ch in enumerate(text.translate(_QUOTES)):
-        if ch.isspace():
-            if not space and out:
-                out.append(" ")
-                where.append(i)
-            space = True
-            continue
-        space = False
-        low = ch.lower()
-        out.append(low if len(low) == 1 else ch)
-        where.append(i)
-    return "".join(out), where
 
 
 def _u16(text: str, i: int) -> int:

@@ -89,8 +89,7 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
         )
     usage = run.usage
     cache = run.cache
-    lookups = cache.hits + cache.shared + cache.misses
-    hit_rate = f" ({cache.hits / lookups:.0%})" if lookups else ""
+    hit_rate = f" ({cache.hit_rate:.0%})" if cache.hit_rate is not None else ""
     stats = [
         ("Samples", _num(n), f"{_num(run.failed)} with errors, {_num(run.skipped)} skipped"),
         (

@@ -19,8 +19,9 @@ What is drawn where:
 The records are embedded once, as compact JSON in a ``<script type="application/json">`` block with every
 ``<`` written as ``\u003c`` (so no text can close the block). Strings are interned (a context shared by
 many samples, or a claim shared by faithfulness and groundedness, is stored once); claim spans and
-evidence quotes found verbatim are stored as UTF-16 offsets into the answer and context rather than as
-text. The layout of that JSON is described in :func:`ragmetrics.report._payload.build_payload`.
+evidence quotes found in the text (verbatim, or folded as the quote check folds it) are stored as UTF-16
+offsets into the answer and context rather than as text. The layout of that JSON is described in
+:func:`ragmetrics.report._payload.build_payload`.
 """
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ async def test_a_price_file_named_in_the_environment_overrides_the_bundled_table
 
 def test_disk_store_and_memo(tmp_path):
     from ragmetrics.errors import CacheError
-    from ragmetrics.judge._store import DiskStore, LruMemo
+    from ragmetrics.judge.store import DiskStore, LruMemo
 
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the cache folder should be")

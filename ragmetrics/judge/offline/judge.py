@@ -84,7 +84,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmetrics.errors import JudgeOutputError, MissingDependencyError
-from ragmetrics.judge.base import JudgeReply, JudgeRequest
+from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
 from ragmetrics.judge.offline.claims import _extract
 from ragmetrics.judge.offline.grading import TASKS as GRADING_TASKS
 from ragmetrics.judge.offline.grading import answer_grading
@@ -233,7 +233,7 @@ class OfflineJudge:
         model = SEMANTIC_MODEL if semantic else MODEL
         self.info = JudgeInfo(provider="offline", model=model, heuristic=True)
 
-    async def complete(self, request: JudgeRequest) -> JudgeReply:
+    async def complete(self, request: JudgeRequest[ModelT]) -> JudgeReply[ModelT]:
         """Answer ``request`` with :func:`answer` and validate it against the request's response model.
 
         Raises:

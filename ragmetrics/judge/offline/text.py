@@ -24,11 +24,13 @@ It imports nothing from ragmetrics.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -128,9 +130,6 @@ _NLTK_IMPORT = re.compile(r"^from nltk(?:\.\w+)* import \w+(?:, \w+)*[ \t]*$", r
 
 
 def _porter_without_nltk_init() -> Any:
-    import importlib.util
-    from pathlib import Path
-
     try:
         spec = importlib.util.find_spec("nltk")  # finds the package without importing it
         folders = list(spec.submodule_search_locations or []) if spec is not None else []

@@ -27,11 +27,13 @@ from abc import ABC, abstractmethod
 from contextvars import ContextVar
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from ragmetrics._textnorm import tokens_for_chars
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import metering
-from ragmetrics.judge.base import JudgeReply, JudgeRequest
+from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
 from ragmetrics.judge.breaker import DeadJudgeBreaker
 from ragmetrics.judge.limits import AdaptiveLimiter, RateLimiter
 from ragmetrics.judge.pricing import PriceTable, cost_usd, load_prices
@@ -157,7 +159,7 @@ class ProviderJudge(ABC):
         """Build the raw SDK client (called once per event loop)."""
 
     @abstractmethod
-    async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:
+    async def _call(self, client: Any, request: JudgeRequest[BaseModel], max_tokens: int) -> CallOutcome:
         """One structured call through instructor (which may re-ask on invalid output)."""
 
     @abstractmethod
@@ -220,7 +222,9 @@ class ProviderJudge(ABC):
     def _error(self, failure: Failure, attempts: int) -> JudgeError:
         meter = metering.current()
         usage = meter.usage(self._cost) if meter is not None and meter.calls else Usage(calls=attempts)
-        common = dict(
+        kind = JudgeOutputError if failure.status in ("judge_output_invalid", "truncated") else JudgeError
+        return kind(
+            failure.message,
             provider=self.settings.provider,
             model=self.settings.model,
             attempts=usage.calls,
@@ -230,11 +234,8 @@ class ProviderJudge(ABC):
             hint=failure.hint,
             usage=usage,
         )
-        if failure.status in ("judge_output_invalid", "truncated"):
-            return JudgeOutputError(failure.message, **common)  # type: ignore[arg-type]
-        return JudgeError(failure.message, **common)  # type: ignore[arg-type]
 
-    async def complete(self, request: JudgeRequest) -> JudgeReply:
+    async def complete(self, request: JudgeRequest[ModelT]) -> JudgeReply[ModelT]:
         """Answer one request, retrying transient failures and truncated output.
 
         The reply's usage counts every HTTP attempt made for it; so does a raised error's ``usage``.
@@ -255,7 +256,9 @@ class ProviderJudge(ABC):
             value=outcome.value, usage=usage, latency_ms=(time.perf_counter() - started) * 1000.0
         )
 
-    async def _complete(self, request: JudgeRequest, meter: metering.Meter) -> tuple[CallOutcome, int]:
+    async def _complete(
+        self, request: JudgeRequest[BaseModel], meter: metering.Meter
+    ) -> tuple[CallOutcome, int]:
         """The truncation loop around :meth:`_with_retries`; returns the outcome and the loop's call count."""
         max_tokens = request.max_tokens or self.settings.max_tokens
         calls = 0
@@ -281,7 +284,7 @@ class ProviderJudge(ABC):
             return outcome, calls + used + outcome.attempts - 1
 
     async def _with_retries(
-        self, request: JudgeRequest, max_tokens: int, meter: metering.Meter
+        self, request: JudgeRequest[BaseModel], max_tokens: int, meter: metering.Meter
     ) -> tuple[CallOutcome, int]:
         """Run the call under the limiter, retrying transient failures; returns (outcome, attempts)."""
         attempt_no = 0
@@ -359,6 +362,6 @@ class ProviderJudge(ABC):
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _prompt_estimate(request: JudgeRequest) -> int:
-    """Prompt tokens of a request, estimated as characters / 4 (for the tokens-per-minute cap)."""
-    return sum(len(m.content) for m in request.messages) // 4 + 1
+def _prompt_estimate(request: JudgeRequest[BaseModel]) -> int:
+    """Prompt tokens of a request, estimated (for the tokens-per-minute cap)."""
+    return tokens_for_chars(sum(len(m.content) for m in request.messages))

@@ -3,7 +3,7 @@
 Each form names the instructor mode that builds the request and parses the reply, plus what the SDK's
 ``extra_body`` sets on top: the tool or ``response_format`` with the schema in strict form. Strict
 mode needs every property required, ``additionalProperties: false`` and no defaults, which
-:func:`strict_schema` ensures for any pydantic model's JSON schema.
+:func:`ragmetrics.judge.schema.strict_schema` ensures for any pydantic model's JSON schema.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FORMS", "next_form", "strict_schema", "wire_body"]
+from ragmetrics.judge.schema import strict_schema
+
+__all__ = ["FORMS", "next_form", "wire_body"]
 
 FORMS: Mapping[str, str] = {
     "tools": "TOOLS",
@@ -49,31 +51,6 @@ def next_form(form: str, status: int, error: str) -> str | None:
     else:
         rejected = False
     return _ORDER[_ORDER.index(form) + 1] if rejected else None
-
-
-def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` as strict structured output accepts it.
-
-    Defaults are dropped and every object (``$defs`` included) is closed
-    (``additionalProperties: false``) with all of its properties required; local ``$ref``s stay refs
-    (OpenAI strict mode, Anthropic tools and llama.cpp's grammar builder all follow them).
-    Pure and idempotent; the input is not modified.
-    """
-
-    def walk(node: Any, *, names: bool = False) -> Any:
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        if names:  # a mapping of names to schemas ("properties", "$defs")
-            return {k: walk(v) for k, v in node.items()}
-        out = {k: walk(v, names=k in ("properties", "$defs")) for k, v in node.items() if k != "default"}
-        if isinstance(out.get("properties"), dict):
-            out["required"] = list(out["properties"])
-            out["additionalProperties"] = False
-        return out
-
-    return walk(dict(schema))  # type: ignore[no-any-return]
 
 
 @functools.lru_cache(maxsize=256)

@@ -15,7 +15,10 @@ instructor, which would otherwise render every message as a Jinja2 template.
 from __future__ import annotations
 
 import importlib.util
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+
+from pydantic import BaseModel
 
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge.base import JudgeRequest
@@ -36,8 +39,6 @@ def sdk_takes_temperature() -> bool:
     Read from the package's version, without importing it: constructing a judge must stay cheap
     (the SDK is imported on the first call). A test checks this against the SDK's real signature.
     """
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         major = version("anthropic").split(".", 1)[0]
     except PackageNotFoundError:  # not installed: the first call says so
@@ -122,7 +123,7 @@ class AnthropicJudge(ProviderJudge):
             )
         return anthropic.AsyncAnthropic(api_key=self._api_key, **common)
 
-    async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:
+    async def _call(self, client: Any, request: JudgeRequest[BaseModel], max_tokens: int) -> CallOutcome:
         import instructor
 
         wrapped = instructor.from_anthropic(client, mode=instructor.Mode.TOOLS)

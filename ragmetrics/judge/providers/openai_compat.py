@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from ragmetrics.judge.base import JudgeRequest
 from ragmetrics.judge.providers._instructor import classify_call_error, prepared, reask_policy, total_tokens
 from ragmetrics.judge.providers._provider import CallOutcome, ProviderJudge
@@ -68,7 +70,7 @@ class OpenAIJudge(ProviderJudge):
             )
         return openai.AsyncOpenAI(base_url=self.settings.base_url, **common)
 
-    async def _call(self, client: Any, request: JudgeRequest, max_tokens: int) -> CallOutcome:
+    async def _call(self, client: Any, request: JudgeRequest[BaseModel], max_tokens: int) -> CallOutcome:
         import instructor
 
         form = self._mode

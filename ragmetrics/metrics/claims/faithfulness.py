@@ -10,15 +10,47 @@ made).
 
 from __future__ import annotations
 
-from typing import Any
+from ragmetrics.metrics.claims.engine import ClaimTask
+from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim, verified_edge
 
-from ragmetrics.metrics.claims.engine import ClaimsOutcome, VerifiedClaimMetric, describe_claim
-from ragmetrics.score import ClaimRecord, MetricResult
-
-__all__ = ["FaithfulnessMetric"]
+__all__ = ["FaithfulnessMetric", "faithfulness"]
 
 
-class FaithfulnessMetric(VerifiedClaimMetric):
+def faithfulness(found: Found) -> ClaimScore:
+    """Supported claims / all claims of the answer, with the contradicted and unfound ones named."""
+    addresses = found.extraction.addresses_question if found.extraction is not None else None
+    details = {"addresses_question": addresses, **found.base_details()}
+    edge = verified_edge(
+        found,
+        details,
+        nothing_wrong="nothing in it is unfaithful",
+        no_sources="No contexts were given, so none of the {n} claims can be verified.",
+    )
+    if edge is not None:
+        return edge
+    records = found.claims
+    supported = sum(r.verdict == "supported" for r in records)
+    score = supported / len(records)
+    parts = [f"{supported} of {len(records)} claims are supported by the contexts."]
+    if all(r.support is not None for r in records):
+        # A heuristic judge's soft probabilities are a detail for ranking; the score stays the
+        # metric's definition over its verdicts, as for every other judge.
+        mean_support = sum(r.support or 0.0 for r in records) / len(records)
+        details["mean_support"] = mean_support
+        parts.append(f"Mean support probability {mean_support:.2f} (heuristic judge).")
+    for label in ("contradicted", "not_found"):
+        bad = [
+            describe_claim(i, r) + (f" (context {r.context_index})" if r.context_index is not None else "")
+            for i, r in enumerate(records)
+            if r.verdict == label
+        ]
+        if bad:
+            name = "Contradicted" if label == "contradicted" else "Not found in the contexts"
+            parts.append(f"{name}: {'; '.join(bad)}.")
+    return ClaimScore(score=score, details=details, reasoning=" ".join(parts))
+
+
+class FaithfulnessMetric(ClaimMetric):
     """Is the answer faithful to the retrieved contexts (no hallucination)?
 
     Example:
@@ -30,35 +62,5 @@ class FaithfulnessMetric(VerifiedClaimMetric):
     """
 
     name = "faithfulness"
-
-    _no_claims_reason = "nothing in it is unfaithful"
-    _no_contexts_reasoning = "No contexts were given, so none of the {n} claims can be verified."
-
-    def _details(self, outcome: ClaimsOutcome) -> dict[str, Any]:
-        return {"addresses_question": outcome.extraction.addresses_question, "chunks": outcome.chunks}
-
-    def _score_claims(
-        self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any], started: float
-    ) -> MetricResult:
-        supported = sum(r.verdict == "supported" for r in records)
-        score = supported / len(records)
-        parts = [f"{supported} of {len(records)} claims are supported by the contexts."]
-        if all(r.support is not None for r in records):
-            # A heuristic judge's soft probabilities are a detail for ranking; the score stays the
-            # metric's definition over its verdicts, as for every other judge.
-            mean_support = sum(r.support or 0.0 for r in records) / len(records)
-            details["mean_support"] = mean_support
-            parts.append(f"Mean support probability {mean_support:.2f} (heuristic judge).")
-        for label in ("contradicted", "not_found"):
-            bad = [
-                describe_claim(i, r)
-                + (f" (context {r.context_index})" if r.context_index is not None else "")
-                for i, r in enumerate(records)
-                if r.verdict == label
-            ]
-            if bad:
-                name = "Contradicted" if label == "contradicted" else "Not found in the contexts"
-                parts.append(f"{name}: {'; '.join(bad)}.")
-        return self._result(
-            score, started, claims=records, usage=outcome.usage, details=details, reasoning=" ".join(parts)
-        )
+    task = ClaimTask(split="answer", against="contexts")
+    scoring = staticmethod(faithfulness)

@@ -8,15 +8,46 @@ contexts: 0.0.
 
 from __future__ import annotations
 
-from typing import Any
+from ragmetrics.metrics.claims.engine import ClaimTask
+from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim, verified_edge
 
-from ragmetrics.metrics.claims.engine import ClaimsOutcome, VerifiedClaimMetric, describe_claim
-from ragmetrics.score import ClaimRecord, MetricResult
-
-__all__ = ["GroundednessMetric"]
+__all__ = ["GroundednessMetric", "groundedness"]
 
 
-class GroundednessMetric(VerifiedClaimMetric):
+def groundedness(found: Found) -> ClaimScore:
+    """The length-weighted share of claims judged supported whose quote is found in the cited context."""
+    details = found.base_details()
+    edge = verified_edge(
+        found,
+        details,
+        nothing_wrong="nothing in it needs grounding",
+        no_sources="No contexts were given, so no claim can be grounded.",
+    )
+    if edge is not None:
+        return edge
+    records = found.claims
+    weights = [max(1, len(r.text)) for r in records]
+    grounded = [r.verdict == "supported" and bool(r.evidence_verified) for r in records]
+    score = sum(w for w, g in zip(weights, grounded, strict=True) if g) / sum(weights)
+    unverified = [
+        describe_claim(i, r)
+        for i, r in enumerate(records)
+        if r.verdict == "supported" and not r.evidence_verified
+    ]
+    ungrounded = [describe_claim(i, r) for i, r in enumerate(records) if r.verdict != "supported"]
+    details["grounded_claims"] = sum(grounded)
+    parts = [
+        f"{sum(grounded)} of {len(records)} claims ({score:.0%} of the claim text) are backed by a "
+        "quote found in the cited context."
+    ]
+    if unverified:
+        parts.append(f"Judged supported but the quote was not found in the context: {'; '.join(unverified)}.")
+    if ungrounded:
+        parts.append(f"Not supported: {'; '.join(ungrounded)}.")
+    return ClaimScore(score=score, details=details, reasoning=" ".join(parts))
+
+
+class GroundednessMetric(ClaimMetric):
     """How much of the answer is attributable to a quote from the retrieved contexts?
 
     Example:
@@ -27,33 +58,5 @@ class GroundednessMetric(VerifiedClaimMetric):
     """
 
     name = "groundedness"
-
-    _no_claims_reason = "nothing in it needs grounding"
-    _no_contexts_reasoning = "No contexts were given, so no claim can be grounded."
-
-    def _score_claims(
-        self, records: list[ClaimRecord], outcome: ClaimsOutcome, details: dict[str, Any], started: float
-    ) -> MetricResult:
-        weights = [max(1, len(r.text)) for r in records]
-        grounded = [r.verdict == "supported" and bool(r.evidence_verified) for r in records]
-        score = sum(w for w, g in zip(weights, grounded, strict=True) if g) / sum(weights)
-        unverified = [
-            describe_claim(i, r)
-            for i, r in enumerate(records)
-            if r.verdict == "supported" and not r.evidence_verified
-        ]
-        ungrounded = [describe_claim(i, r) for i, r in enumerate(records) if r.verdict != "supported"]
-        details["grounded_claims"] = sum(grounded)
-        parts = [
-            f"{sum(grounded)} of {len(records)} claims ({score:.0%} of the claim text) are backed by a "
-            "quote found in the cited context."
-        ]
-        if unverified:
-            parts.append(
-                f"Judged supported but the quote was not found in the context: {'; '.join(unverified)}."
-            )
-        if ungrounded:
-            parts.append(f"Not supported: {'; '.join(ungrounded)}.")
-        return self._result(
-            score, started, claims=records, usage=outcome.usage, details=details, reasoning=" ".join(parts)
-        )
+    task = ClaimTask(split="answer", against="contexts")
+    scoring = staticmethod(groundedness)

@@ -10,14 +10,46 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmetrics.metrics.claims.engine import ClaimMetric, ClaimsOutcome, describe_claim
-from ragmetrics.sample import Sample
-from ragmetrics.score import MetricResult
+from ragmetrics.metrics.claims.engine import ClaimTask
+from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim
 
-__all__ = ["RelevancyMetric"]
+__all__ = ["RelevancyMetric", "relevancy"]
 
 _CLAIM_WEIGHT = {"direct": 1.0, "supporting": 1.0, "off_topic": 0.0}
 _ANSWER_FACTOR = {"yes": 1.0, "partially": 0.5, "no": 0.0}
+
+
+def relevancy(found: Found) -> ClaimScore:
+    """Mean claim relevance times the answer-level factor."""
+    if found.extraction is None:
+        return ClaimScore(
+            score=0.0,
+            status="no_claims",
+            message="the answer is empty",
+            reasoning="The answer is empty, so it does not address the question.",
+        )
+    records = found.claims
+    addresses = found.extraction.addresses_question
+    details: dict[str, Any] = {"addresses_question": addresses}
+    if not records:
+        return ClaimScore(
+            score=0.0,
+            status="no_claims",
+            details=details,
+            message="the answer makes no claim (evasive or non-committal)",
+            reasoning="The answer makes no claim about the question: it is evasive or non-committal.",
+        )
+    mean = sum(_CLAIM_WEIGHT[r.relevance or "direct"] for r in records) / len(records)
+    factor = _ANSWER_FACTOR[addresses]
+    off = [describe_claim(i, r) for i, r in enumerate(records) if r.relevance == "off_topic"]
+    parts = [
+        f"{len(records) - len(off)} of {len(records)} claims bear on the question; the answer "
+        f"addresses it: {addresses} (factor {factor:g})."
+    ]
+    if off:
+        parts.append(f"Off topic: {'; '.join(off)}.")
+    details["claim_relevance_mean"] = mean
+    return ClaimScore(score=mean * factor, details=details, reasoning=" ".join(parts))
 
 
 class RelevancyMetric(ClaimMetric):
@@ -31,43 +63,6 @@ class RelevancyMetric(ClaimMetric):
     """
 
     name = "relevancy"
-    needs_question = True
-    needs_verification = False
-
-    def _empty_answer(self, started: float) -> MetricResult:
-        return self._result(
-            0.0,
-            started,
-            status="no_claims",
-            message="the answer is empty",
-            reasoning="The answer is empty, so it does not address the question.",
-        )
-
-    def _finish(self, sample: Sample, outcome: ClaimsOutcome, started: float) -> MetricResult:
-        records = outcome.records(sample.contexts)
-        addresses = outcome.extraction.addresses_question
-        details: dict[str, Any] = {"addresses_question": addresses}
-        if not records:
-            return self._result(
-                0.0,
-                started,
-                status="no_claims",
-                usage=outcome.usage,
-                details=details,
-                message="the answer makes no claim (evasive or non-committal)",
-                reasoning="The answer makes no claim about the question: it is evasive or non-committal.",
-            )
-        mean = sum(_CLAIM_WEIGHT[r.relevance or "direct"] for r in records) / len(records)
-        factor = _ANSWER_FACTOR[addresses]
-        score = mean * factor
-        off = [describe_claim(i, r) for i, r in enumerate(records) if r.relevance == "off_topic"]
-        parts = [
-            f"{len(records) - len(off)} of {len(records)} claims bear on the question; the answer "
-            f"addresses it: {addresses} (factor {factor:g})."
-        ]
-        if off:
-            parts.append(f"Off topic: {'; '.join(off)}.")
-        details["claim_relevance_mean"] = mean
-        return self._result(
-            score, started, claims=records, usage=outcome.usage, details=details, reasoning=" ".join(parts)
-        )
+    task = ClaimTask(split="answer", against=None)
+    question_required = True
+    scoring = staticmethod(relevancy)

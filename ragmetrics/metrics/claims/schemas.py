@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from ragmetrics.judge.providers._wire_forms import strict_schema
+from ragmetrics.judge.schema import strict_schema
 
 __all__ = [
     "ClaimExtraction",

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics.errors import CacheError
-from ragmetrics.judge._store import DiskStore, LruMemo
 from ragmetrics.judge.cache import canonical_sha256
+from ragmetrics.judge.store import CacheCounts, DiskStore, LruMemo
 from ragmetrics.score import Usage
 
 __all__ = [
@@ -55,15 +55,13 @@ def embedding_cache_key(identity: Mapping[str, Any], text: str) -> str:
 
 
 @dataclass(slots=True)
-class EmbeddingCacheStats:
-    """Texts served and embedded by one caching embedder, and the requests it sent."""
+class EmbeddingCacheStats(CacheCounts):
+    """Texts served and embedded by one caching embedder (one lookup per text), and the requests sent.
 
-    hits: int = 0
-    """Texts served from memory or disk."""
-    shared: int = 0
-    """Texts that joined an identical request already in flight."""
-    misses: int = 0
-    """Texts sent to the inner embedder."""
+    ``hits`` are texts served from memory or disk, ``shared`` texts that joined an identical request
+    already in flight, ``misses`` texts sent to the inner embedder.
+    """
+
     calls: int = 0
     """Requests sent to the inner embedder."""
 

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from ragmetrics._aio import run_sync
 from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError
-from ragmetrics.metrics.base import check_threshold
+from ragmetrics.metrics.base import Needs, check_threshold
 from ragmetrics.sample import Sample, check_text
 from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage, spent_by
 
@@ -97,10 +97,11 @@ def check_flag(value: object, option: str, owner: str) -> bool:
 
 def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None) -> Scored:
     """A judge (or embedding provider) failure as a result without a score: status, message, usage spent."""
-    status = exc.status if exc.status in STATUSES else "provider_error"
+    # a user's own judge may raise a JudgeError with a status of its own: not one a result may carry
+    status: Status = exc.status if exc.status in STATUSES else "provider_error"
     return Scored(
         score=None,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         message=str(exc),
         judge=judge,
         usage=spent_by(exc),
@@ -127,6 +128,8 @@ class Evaluator:
 
     name: ClassVar[str] = "evaluator"
     """Snake_case type name used in config files, reports and the CLI."""
+    needs: ClassVar[Needs] = Needs()
+    """What the evaluator reads from a sample (see :class:`~ragmetrics.metrics.base.Needs`)."""
     structured_reference: ClassVar[bool] = False
     """Whether ``reference`` may be a parsed JSON value instead of a string (``json_match``)."""
     _inline_chars: ClassVar[int] = INLINE_CHARS

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import importlib.util
 import inspect
 import json
@@ -169,8 +170,6 @@ class CustomEvaluator(Evaluator):
 
     def _options(self) -> dict[str, object]:
         if self.source is not None:
-            import hashlib
-
             code = "js:" + hashlib.sha256(self.source.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         else:
             code = "py:" + getattr(self.function, "__qualname__", type(self.function).__name__)

@@ -32,7 +32,7 @@ from ragmetrics.metrics.base import check_threshold
 from ragmetrics.metrics.evaluators._embedding_cache import CachingEmbedder, EmbeddingCountError
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator, Scored, judge_failure
 from ragmetrics.score import Usage
-from ragmetrics.settings import base_url_from_env
+from ragmetrics.settings import base_url_from_env, default_cache_dir
 
 __all__ = [
     "CachingEmbedder",
@@ -342,8 +342,6 @@ def _cache_directory(cache: bool | str | Path) -> Path | None:
     if isinstance(cache, bool):
         if not cache:
             return None
-        from ragmetrics.settings import default_cache_dir
-
         return default_cache_dir() / "embeddings"
     if isinstance(cache, (str, Path)) and str(cache).strip():
         return Path(cache).expanduser()

@@ -49,6 +49,7 @@ from ragmetrics.metrics.evaluators.text import (
     RegexMatchEvaluator,
 )
 from ragmetrics.score import MetricResult
+from ragmetrics.settings import JudgeSettings
 
 EvalResult = MetricResult
 """The evaluators' name for the one result shape."""
@@ -116,8 +117,6 @@ _JUDGED = (LLMJudgeEvaluator, LLMRubricEvaluator, GEvalEvaluator)
 
 
 def _judge_setting_names() -> frozenset[str]:
-    from ragmetrics.settings import JudgeSettings
-
     fixed = {"provider", "model", "base_url"}
     return frozenset(f.name for f in dataclasses.fields(JudgeSettings) if f.name not in fixed) | {"prices"}
 

@@ -31,8 +31,10 @@ from typing import Any
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
+from ragmetrics.judge.base import ModelT
 from ragmetrics.judge.metering import note_unclaimed
 from ragmetrics.metrics._judged import JudgeHolder
+from ragmetrics.metrics.base import Needs
 from ragmetrics.metrics.evaluators._rubric_schemas import (
     EvaluationSteps,
     GEvalGrade,
@@ -102,6 +104,7 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
     """Judge resolution (lazy, cached), sharing with the pipeline, and the sync twin that closes clients."""
 
     _prompt_ids: tuple[str, ...] = ()
+    needs = Needs(judge=True, shares_judge=True)
 
     def __init__(
         self,
@@ -136,7 +139,7 @@ class _JudgedEvaluator(Evaluator, JudgeHolder):
     def _options(self) -> dict[str, object]:
         return {"threshold": self.threshold, "negate": self.negate}
 
-    async def _ask(self, request: JudgeRequest) -> JudgeReply:
+    async def _ask(self, request: JudgeRequest[ModelT]) -> JudgeReply[ModelT]:
         return await self.judge.complete(request)
 
     def _reasoning(self, text: str) -> str:
@@ -202,7 +205,12 @@ class LLMJudgeEvaluator(_JudgedEvaluator):
         prompts = super()._prompts()
         return [*prompts, self._template] if self._template is not None else prompts
 
-    def _request(self, prediction: str, reference: str, input: str) -> JudgeRequest:  # noqa: A002
+    def _request(
+        self,
+        prediction: str,
+        reference: str,
+        input: str,  # noqa: A002
+    ) -> JudgeRequest[JudgeRating | JudgeReplyText]:
         variables = {"input": input, "prediction": prediction, "reference": reference}
         if self._template is None:
             system, grade = self._prompts()
@@ -313,7 +321,7 @@ class LLMRubricEvaluator(_JudgedEvaluator):
             reply = await self._ask(request)
         except JudgeError as exc:
             return judge_failure(exc, info)
-        value: RubricGrade = reply.value  # type: ignore[assignment]
+        value = reply.value
         verdict = "passes" if value.passed else "fails"
         return Scored(
             score=value.score,
@@ -403,7 +411,7 @@ class GEvalEvaluator(_JudgedEvaluator):
                     version=LOGIC_VERSION,
                 )
             )
-            steps = tuple(reply.value.steps)  # type: ignore[attr-defined]
+            steps = tuple(reply.value.steps)
             self._steps_memo[criteria] = steps
             future.set_result(steps)
             return steps, reply.usage
@@ -456,7 +464,7 @@ class GEvalEvaluator(_JudgedEvaluator):
                 judge=info,
             )
         usage = usage + reply.usage
-        value: GEvalGrade = reply.value  # type: ignore[assignment]
+        value = reply.value
         verdict = "passes" if value.passed else "fails"
         return Scored(
             score=value.score / 10.0,

@@ -1,21 +1,64 @@
-"""What the judge cache and the embedding cache share: an LRU memo and a diskcache folder.
+"""What the judge cache and the embedding cache share: an LRU memo, a diskcache folder, the counters.
 
 Both keep recent entries in memory and everything on disk; a disk failure is a
 :class:`~ragmetrics.errors.CacheError` naming the folder and what to do, never a bare sqlite error.
+Both count their lookups in one :class:`CacheCounts` (hits, shared, misses), which the pipeline reads
+for a run's statistics and its progress bar.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ragmetrics.errors import CacheError
 
-__all__ = ["DiskStore", "LruMemo"]
+__all__ = ["CacheCounts", "DiskStore", "LruMemo"]
 
 V = TypeVar("V")
+
+
+@dataclass(slots=True)
+class CacheCounts:
+    """Lookups of one cache, by outcome: every lookup is exactly one of hit, shared or miss."""
+
+    hits: int = 0
+    """Answered from the disk, or from memory when an earlier run stored it."""
+    shared: int = 0
+    """Answered by an identical lookup of this run (in flight, or already answered): not a hit."""
+    misses: int = 0
+    """Sent to the judge or embedder behind the cache."""
+
+    @property
+    def lookups(self) -> int:
+        """Every lookup: ``hits + shared + misses``."""
+        return self.hits + self.shared + self.misses
+
+    @property
+    def hit_rate(self) -> float | None:
+        """``hits / lookups`` (shared lookups are not hits); None before any lookup."""
+        total = self.lookups
+        return self.hits / total if total else None
+
+    def since(self, baseline: CacheCounts) -> CacheCounts:
+        """The lookups made after ``baseline`` was copied (see :meth:`copy`)."""
+        return CacheCounts(
+            hits=self.hits - baseline.hits,
+            shared=self.shared - baseline.shared,
+            misses=self.misses - baseline.misses,
+        )
+
+    def __add__(self, other: CacheCounts) -> CacheCounts:
+        return CacheCounts(
+            hits=self.hits + other.hits, shared=self.shared + other.shared, misses=self.misses + other.misses
+        )
+
+    def copy(self) -> CacheCounts:
+        """These counts as they are now (the live counters go on counting)."""
+        return CacheCounts(hits=self.hits, shared=self.shared, misses=self.misses)
 
 
 class LruMemo(Generic[V]):

@@ -1,0 +1,203 @@
+"""How text is measured and compared, written once: the token estimate and the quote normaliser.
+
+**Token estimate.** No tokenizer files can be downloaded, so every count ragmetrics makes without a
+provider's usage report is ``ceil(characters / 4)``: the claim engine's context chunks, the cost
+estimate, the tokens-per-minute cap and the fake LLM server's usage. One rule, so an estimate and a
+run over the fake server agree.
+
+**Quote normaliser.** Whether a judge's evidence quote counts as found in its context (the claim
+engine's ``quote_found``, behind groundedness) and where the HTML report highlights that quote read
+the same folded text: per character cluster (a character with the combining marks that follow it)
+NFKC, then case folding, then one table of quotes and dashes (curly and low quotes become ``'`` and
+``"``, en and em dashes, hyphens and the minus sign become ``-``), and every run of white space one
+space. :func:`fold` also says, for each folded character, which characters of the original it came
+from, so the report can highlight the original text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from array import array
+
+__all__ = ["CHARS_PER_TOKEN", "TRIM", "estimate_tokens", "fold", "normalize_for_match", "tokens_for_chars"]
+
+CHARS_PER_TOKEN = 4
+"""Characters per token in every estimate."""
+
+
+def tokens_for_chars(chars: int) -> int:
+    """Estimated tokens in ``chars`` characters of text: ``ceil(chars / 4)`` (0 for none)."""
+    return -(-max(0, chars) // CHARS_PER_TOKEN)
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens in ``text``: ``ceil(len(text) / 4)``."""
+    return tokens_for_chars(len(text))
+
+
+_TABLE = str.maketrans(
+    {
+        "\u2018": "'",  # left single quote
+        "\u2019": "'",  # right single quote, apostrophe
+        "\u201a": "'",  # single low-9 quote
+        "\u201b": "'",  # single high-reversed-9 quote
+        "\u201c": '"',  # left double quote
+        "\u201d": '"',  # right double quote
+        "\u201e": '"',  # double low-9 quote
+        "\u201f": '"',  # double high-reversed-9 quote
+        "\u2010": "-",  # hyphen (NFKC gives it for the non-breaking hyphen)
+        "\u2012": "-",  # figure dash
+        "\u2013": "-",  # en dash
+        "\u2014": "-",  # em dash
+        "\u2015": "-",  # horizontal bar
+        "\u2212": "-",  # minus sign
+    }
+)
+"""The one quote and dash table (applied after NFKC, which already makes no-break spaces spaces)."""
+
+TRIM = " .,;:!?\"'"
+"""Stripped from both ends of a folded quote: a quote is found whatever punctuation closes it."""
+
+
+def _continues(ch: str) -> bool:
+    """Whether ``ch`` belongs to the cluster before it (what NFKC may compose with its predecessor).
+
+    That is a mark (combining or spacing) or a Hangul vowel or final jamo.
+    """
+    return unicodedata.category(ch)[0] == "M" or "\u1160" <= ch <= "\u11ff"
+
+
+_ASCII_RUN = re.compile(r"[\x00-\x7f]+")
+_PLAIN_RUN = re.compile(r"\S+(?: \S+)*")  # words with single spaces between them
+_SPACE_RUN = re.compile(r"\s{2,}")  # re's \s is str.isspace, in ASCII too (\x1c-\x1f included)
+_ASCII_BLANK = str.maketrans(dict.fromkeys("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", " "))
+
+
+def fold(text: str) -> tuple[str, array[int], array[int]]:
+    """``text`` folded for matching, with where each folded character came from.
+
+    Returns:
+        ``(folded, starts, ends)``: ``folded[k]`` comes from ``text[starts[k]:ends[k]]`` (a cluster
+        that folds to several characters, like ``ß`` or ``ﬁ``, maps each of them to the whole
+        cluster). White space runs fold to one space; leading and trailing white space is dropped.
+        The offsets are machine-integer arrays: 16 bytes per character, not two lists of int objects.
+        ``folded.strip(TRIM)`` is :func:`normalize_for_match` of ``text``.
+    """
+    folder = _Folder()
+    n = len(text)
+    if text.isascii():
+        folder.ascii(text, 0, n)
+        return folder.result()
+    i = 0
+    plain_from = 0  # a stretch that failed the plain test is not tried again (no quadratic retries)
+    while i < n:
+        if i >= plain_from and (stretch := _PLAIN_RUN.match(text, i)) is not None:
+            if folder.plain(text, i, stretch.end()):
+                i = stretch.end()
+                continue
+            plain_from = stretch.end()
+        run = _ASCII_RUN.match(text, i)
+        end = i
+        if run is not None:  # ASCII folds one character to one (its lower case): whole runs at once
+            end = run.end()
+            if end < n and _continues(text[end]):
+                end -= 1  # the run's last character starts the cluster of the marks after it
+            folder.ascii(text, i, end)
+            i = end
+        if i < n and i == end:
+            j = i + 1
+            while j < n and _continues(text[j]):
+                j += 1
+            folder.cluster(text, i, j)
+            i = j
+    return folder.result()
+
+
+class _Folder:
+    """The folded text being built, with its offsets; white space runs become one space."""
+
+    __slots__ = ("ends", "out", "space", "starts")
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.starts: array[int] = array("q")
+        self.ends: array[int] = array("q")
+        self.space = True
+        """Whether the next white space adds nothing: the folded text is empty or ends with a space."""
+
+    def _keep(self, text: str, start: int, end: int) -> None:
+        self.out.append(text[start:end].lower().translate(_ASCII_BLANK))
+        self.starts.extend(range(start, end))
+        self.ends.extend(range(start + 1, end + 1))
+
+    def ascii(self, text: str, start: int, end: int) -> None:
+        """Fold ``text[start:end]``, all ASCII: kept stretches at once, skipping white space runs."""
+        i = start
+        if self.space:
+            while i < end and text[i].isspace():
+                i += 1
+        if i >= end:
+            return
+        kept = i
+        for m in _SPACE_RUN.finditer(text, i, end):
+            self._keep(text, kept, m.start() + 1)  # the run's first character stands for it
+            kept = m.end()
+        if kept < end:
+            self._keep(text, kept, end)
+        self.space = text[end - 1].isspace()
+
+    def plain(self, text: str, start: int, end: int) -> bool:
+        """Fold ``text[start:end]`` (words with single spaces) at once if each character folds to one.
+
+        True for most text: already in NFKC form, case folding keeps its length, no marks (each
+        character is its own cluster); else False, and nothing is folded.
+        """
+        piece = text[start:end]
+        folded = piece.casefold()
+        if (
+            len(folded) != len(piece)
+            or not unicodedata.is_normalized("NFKC", piece)
+            or any(_continues(ch) for ch in set(piece))
+        ):
+            return False
+        self.out.append(folded.translate(_TABLE))
+        self.starts.extend(range(start, end))
+        self.ends.extend(range(start + 1, end + 1))
+        self.space = False
+        return True
+
+    def _blank(self, start: int, end: int) -> None:
+        if not self.space:
+            self.out.append(" ")
+            self.starts.append(start)
+            self.ends.append(end)
+        self.space = True
+
+    def cluster(self, text: str, start: int, end: int) -> None:
+        for ch in unicodedata.normalize("NFKC", text[start:end]).casefold().translate(_TABLE):
+            if ch.isspace():
+                self._blank(start, end)
+                continue
+            self.out.append(ch)
+            self.starts.append(start)
+            self.ends.append(end)
+            self.space = False
+
+    def result(self) -> tuple[str, array[int], array[int]]:
+        folded = "".join(self.out)
+        if self.space and folded:  # a trailing space
+            folded = folded[:-1]
+            self.starts.pop()
+            self.ends.pop()
+        return folded, self.starts, self.ends
+
+
+def normalize_for_match(text: str) -> str:
+    """``text`` folded (see :func:`fold`) and stripped of :data:`TRIM`: how quotes are compared.
+
+    Whole-string operations, so a long context folds at C speed; the result is the one :func:`fold`
+    gives cluster by cluster (a property test holds the two together).
+    """
+    text = unicodedata.normalize("NFKC", text).casefold().translate(_TABLE)
+    return " ".join(text.split()).strip(TRIM)

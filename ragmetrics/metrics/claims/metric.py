@@ -1,0 +1,343 @@
+"""The claim metric: a :class:`~ragmetrics.metrics.claims.engine.ClaimTask` plus one pure scoring function.
+
+A claim metric is a class with a ``name``, a ``task`` (what is split, what it is checked against) and
+a ``scoring`` function from the :class:`Found` claims and verdicts to a :class:`ClaimScore`. The base
+class does the rest once for every claim metric: the judge (resolved lazily, shared by the pipeline),
+the input checks its :class:`~ragmetrics.metrics.base.Needs` imply, running the plan, the failure
+result, latency, the claim rates and the ``*_sync`` twins. A new metric that splits the reference::
+
+    class ContextRecall(ClaimMetric):
+        name = "context_recall"
+        task = ClaimTask(split="reference", against="contexts")
+        scoring = staticmethod(lambda found: ClaimScore(score=share_supported(found.claims), reasoning="..."))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ragmetrics._aio import run_sync
+from ragmetrics._version import __version__
+from ragmetrics.errors import ConfigError, JudgeError, NoScoreError
+from ragmetrics.judge import Judge
+from ragmetrics.metrics._judged import JudgeHolder
+from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at
+from ragmetrics.metrics.claims.engine import (
+    EXTRACT_VERSION,
+    VERIFY_VERSION,
+    ClaimsOutcome,
+    ClaimTask,
+    plan,
+    run_claims,
+)
+from ragmetrics.metrics.claims.schemas import ClaimExtraction
+from ragmetrics.prompting import load_prompt
+from ragmetrics.sample import Sample
+from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, spent_by
+
+__all__ = ["ClaimMetric", "ClaimScore", "Found", "describe_claim", "verified_edge"]
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What the claim engine found on one sample, as a metric's scoring function reads it."""
+
+    sample: Sample
+    claims: list[ClaimRecord]
+    """The claims of the split text, with their verdicts (None where nothing was verified)."""
+    extraction: ClaimExtraction | None
+    """The judge's extraction; None when the split text is empty (no call was made)."""
+    sources: tuple[str, ...]
+    """What the claims were checked against (a claim's ``context_index`` points in here)."""
+    chunks: int = 0
+    """Verification calls made (one per chunk of the sources)."""
+    repairs: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """The split text is empty (nothing was extracted)."""
+        return self.extraction is None
+
+    def base_details(self) -> dict[str, Any]:
+        """``chunks`` and, if any, ``repairs``: the details every verifying metric reports."""
+        details: dict[str, Any] = {"chunks": self.chunks}
+        if self.repairs:
+            details["repairs"] = list(self.repairs)
+        return details
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimScore:
+    """A claim metric's score on one sample, before the base adds the pass mark, usage and latency."""
+
+    score: float | None
+    reasoning: str = ""
+    status: Status = "ok"
+    message: str | None = None
+    claims: Sequence[ClaimRecord] | None = None
+    """The claims to report; None: the ones found, as they are."""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def describe_claim(i: int, record: ClaimRecord, limit: int = 80) -> str:
+    """``claim 2 'Python is compiled'`` for reasons and reports."""
+    text = record.text if len(record.text) <= limit else record.text[: limit - 3] + "..."
+    return f"claim {i} {text!r}"
+
+
+def verified_edge(
+    found: Found, details: dict[str, Any], *, nothing_wrong: str, no_sources: str
+) -> ClaimScore | None:
+    """The edge cases of a metric that verifies the answer's claims; None for the ordinary case.
+
+    An empty answer or one without claims scores 1.0 (status ``no_claims``: nothing in it can be
+    wrong; the reasoning ends with ``nothing_wrong``); claims checked against no sources score 0.0,
+    every claim unverifiable (``no_sources`` may use ``{n}``, the number of claims).
+    """
+    if found.empty:
+        return ClaimScore(
+            score=1.0,
+            status="no_claims",
+            message="the answer is empty",
+            reasoning=f"The answer is empty: it makes no claim, so {nothing_wrong}.",
+        )
+    if not found.claims:
+        return ClaimScore(
+            score=1.0,
+            status="no_claims",
+            details=details,
+            message="the judge found no factual claims in the answer",
+            reasoning=f"The answer makes no factual claim, so {nothing_wrong}.",
+        )
+    if not found.sources:
+        claims = [
+            c.model_copy(update={"verdict": "not_found", "reason": "no contexts were given"})
+            for c in found.claims
+        ]
+        return ClaimScore(
+            score=0.0,
+            claims=claims,
+            details={**details, "no_contexts": True},
+            reasoning=no_sources.format(n=len(claims)),
+        )
+    return None
+
+
+class ClaimMetric(JudgeHolder):
+    """Base of the claim-based metrics: a task and a scoring function; judge, checks and result here."""
+
+    name: ClassVar[str] = "claim_metric"
+    task: ClassVar[ClaimTask] = ClaimTask()
+    """What is split into claims and what they are checked against."""
+    question_required: ClassVar[bool] = False
+    """The metric judges against the question (a row without one gets ``invalid_input``)."""
+
+    def __init__(
+        self,
+        llm: str | Judge | Any | None = None,
+        *,
+        threshold: float | None = None,
+        cache: bool | str | Path = True,
+        context_budget_tokens: int = 6000,
+        **judge_options: Any,
+    ) -> None:
+        """Configure the metric.
+
+        Args:
+            llm: A judge spec (``openai:gpt-4o-mini``, ``anthropic:MODEL``,
+                ``openai:MODEL@http://localhost:11434/v1``, ``azure:DEPLOYMENT@URL``, ``gemini:MODEL``,
+                ``bedrock:MODEL``, ``vertex:MODEL``, ``offline``), an async openai / anthropic SDK
+                client, a Judge object, or None for the default judge (offline, with an
+                ``OfflineJudgeWarning``, when nothing is configured). A client or Judge passed in is
+                never closed by ragmetrics.
+            threshold: Optional pass mark in [0, 1]; ``passed`` is ``score >= threshold``.
+            cache: True for the default disk cache, a folder path, or False for none.
+            context_budget_tokens: Estimated source tokens per verification call; more sources are
+                split into chunks (one call each).
+            **judge_options: Judge settings (temperature, timeout_s, max_concurrency...), plus
+                ``api_key`` and ``base_url`` for a spec string and ``model`` for a client object.
+
+        Raises:
+            ConfigError: Bad threshold or budget, or a malformed spec (checked at once).
+        """
+        self.threshold = check_threshold(threshold, type(self).__name__)
+        if not isinstance(context_budget_tokens, int) or context_budget_tokens < 64:
+            raise ConfigError(f"{type(self).__name__}: context_budget_tokens must be an int >= 64")
+        self.context_budget_tokens = context_budget_tokens
+        self._init_judge(type(self).__name__, llm, cache, judge_options)
+
+    @staticmethod
+    def scoring(found: Found) -> ClaimScore:
+        """The metric's definition: a pure function from what was found to the score.
+
+        Subclasses set it with ``scoring = staticmethod(function)``.
+        """
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(llm={self._judge_spec()!r}, threshold={self.threshold})"
+
+    @property
+    def needs(self) -> Needs:
+        """The sample fields the task reads, and a judge that may be shared."""
+        task = self.task
+        return Needs(
+            question=self.question_required,
+            contexts=task.against == "contexts",
+            reference="reference" in (task.split, task.against),
+            judge=True,
+            shares_judge=True,
+        )
+
+    def plan(self, sample: Sample, repeat: int = 0) -> Any:
+        """The calls this metric makes on ``sample`` (None when an input it needs is missing)."""
+        if missing_input(sample, self.needs, self.name) is not None:
+            return None
+        return plan(sample, self.task, self.context_budget_tokens, repeat)
+
+    # -- public API ---------------------------------------------------------------------------------
+    async def evaluate(
+        self,
+        question: str | None = None,
+        answer: str | None = None,
+        contexts: Sequence[str] | None = None,
+        reference: str | None = None,
+    ) -> MetricResult:
+        """Score one answer and return the full record (claims, verdicts, evidence, usage).
+
+        Raises:
+            InvalidInputError: A field has the wrong type, or a required field is missing.
+        """
+        sample = Sample.from_fields(
+            question=question,
+            answer=answer,
+            contexts=contexts,
+            reference=reference,
+            require_question=self.question_required,
+        )
+        return await self.evaluate_sample(sample)
+
+    async def score(
+        self,
+        question: str | None = None,
+        answer: str | None = None,
+        contexts: Sequence[str] | None = None,
+        reference: str | None = None,
+    ) -> float:
+        """Score one answer: a float in [0, 1].
+
+        Raises:
+            InvalidInputError: Bad input.
+            NoScoreError: The judge failed (rate limit, timeout, unusable output), or an input the
+                metric needs is missing; the error carries the status and message of the result.
+        """
+        result = await self.evaluate(question=question, answer=answer, contexts=contexts, reference=reference)
+        if result.score is None:
+            raise NoScoreError(self.name, result.status, result.message or "")
+        return result.score
+
+    def evaluate_sync(
+        self,
+        question: str | None = None,
+        answer: str | None = None,
+        contexts: Sequence[str] | None = None,
+        reference: str | None = None,
+    ) -> MetricResult:
+        """Blocking twin of :meth:`evaluate` (works inside a running event loop too)."""
+        return run_sync(self._closing(self.evaluate(question, answer, contexts, reference)))
+
+    def score_sync(
+        self,
+        question: str | None = None,
+        answer: str | None = None,
+        contexts: Sequence[str] | None = None,
+        reference: str | None = None,
+    ) -> float:
+        """Blocking twin of :meth:`score`."""
+        return run_sync(self._closing(self.score(question, answer, contexts, reference)))
+
+    async def evaluate_sample(self, sample: Sample, *, repeat: int = 0) -> MetricResult:
+        """Score a validated sample; judge failures become a result with a status, never an exception."""
+        started = time.perf_counter()
+        judge = self.judge
+        missing = missing_input(sample, self.needs, self.name)
+        if missing is not None:
+            return self._result(ClaimScore(score=None, status="invalid_input", message=str(missing)), started)
+        try:
+            outcome = await run_claims(judge, plan(sample, self.task, self.context_budget_tokens, repeat))
+        except JudgeError as exc:  # what the failed calls cost stays on the result
+            failed = ClaimScore(score=None, status=exc.status, message=str(exc))
+            return self._result(failed, started, usage=spent_by(exc))
+        found = _found(sample, outcome)
+        return self._result(self.scoring(found), started, usage=outcome.usage, found=found.claims)
+
+    # -- the one place a claim score becomes a result ----------------------------------------------
+    def _signature(self) -> str:
+        prompts = [load_prompt(EXTRACT_VERSION)]
+        if self.task.against is not None:
+            prompts.append(load_prompt(VERIFY_VERSION))
+        info = self.judge.info
+        return (
+            f"{self.name}|prompts={','.join(p.short for p in prompts)}|judge={info.spec}"
+            f"|temperature={info.temperature_text}|ragmetrics={__version__}"
+        )
+
+    def _result(
+        self,
+        scored: ClaimScore,
+        started: float,
+        *,
+        usage: Usage | None = None,
+        found: Sequence[ClaimRecord] = (),
+    ) -> MetricResult:
+        claims = list(scored.claims if scored.claims is not None else found)
+        rates: dict[str, float | None] = {
+            "supported_rate": None,
+            "contradicted_rate": None,
+            "unverifiable_rate": None,
+        }
+        judged = [c for c in claims if c.verdict is not None]
+        if judged:
+            n = len(judged)
+            rates = {
+                "supported_rate": sum(c.verdict == "supported" for c in judged) / n,
+                "contradicted_rate": sum(c.verdict == "contradicted" for c in judged) / n,
+                "unverifiable_rate": sum(c.verdict == "not_found" for c in judged) / n,
+            }
+        info = self.judge.info
+        reasoning, score = scored.reasoning, scored.score
+        if info.heuristic and reasoning:
+            reasoning = f"[offline heuristic judge] {reasoning}"
+        if scored.status != "ok" and not reasoning:
+            reasoning = f"No score: {scored.message}" if score is None else (scored.message or "")
+        return MetricResult(
+            name=self.name,
+            score=score,
+            passed=passed_at(score, self.threshold),
+            threshold=self.threshold,
+            status=scored.status,
+            message=scored.message,
+            reasoning=reasoning,
+            claims=claims,
+            usage=usage or Usage(),
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            judge=info,
+            signature=self._signature(),
+            details=scored.details,
+            **rates,
+        )
+
+
+def _found(sample: Sample, outcome: ClaimsOutcome) -> Found:
+    return Found(
+        sample=sample,
+        claims=outcome.records(),
+        extraction=outcome.extraction,
+        sources=outcome.plan.sources,
+        chunks=outcome.chunks,
+        repairs=outcome.repairs,
+    )
