@@ -242,17 +242,20 @@ def _count_contexts(view: list[list[Any]] | None, counts: list[int]) -> None:
     """Add one result's context verdicts to ``counts``: relevant, not relevant, used, unused.
 
     A context is *used* when it supports at least one claim. A metric that judges relevance only
-    (``context_relevancy``) lists no supports, so it counts no use; one that judges no relevance
-    (``context_recall``) counts no relevance.
+    lists no supports, so it counts no use; one whose relevance *is* use (``context_precision``: relevant
+    when it supports a claim) counts it once, as relevance; one that judges no relevance counts use.
     """
     if not view:
         return
     judged = [c for c in view if c[1] >= 0]
     counts[0] += sum(c[1] == 1 for c in judged)
     counts[1] += sum(c[1] == 0 for c in judged)
-    if any(c[2] or c[1] < 0 for c in view):  # relevance-only metrics list no supports: no use known
-        counts[2] += sum(bool(c[2]) for c in view)
-        counts[3] += sum(not c[2] for c in view)
+    if not any(c[2] or c[1] < 0 for c in view):
+        return  # relevance only: nothing is known about use
+    if all(c[1] == int(bool(c[2])) for c in view):
+        return  # relevant exactly when used: the relevance bar says it all
+    counts[2] += sum(bool(c[2]) for c in view)
+    counts[3] += sum(not c[2] for c in view)
 
 
 def _context_mixes(counts: list[int]) -> str:

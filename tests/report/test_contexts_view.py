@@ -8,6 +8,7 @@ import pytest
 
 from ragmetrics.report import render_html
 from ragmetrics.report._payload import _Strings, context_view
+from ragmetrics.report._summary import _count_contexts
 from tests.report import builders as b
 from tests.report import contexts_builders as cb
 from tests.report.test_html import payload
@@ -79,3 +80,19 @@ def test_cards_count_contexts_by_relevance_and_by_use(page):
 
 def test_context_reasons_stay_text_in_the_page(page):
     assert "<img" not in page and b.XSS_SCRIPT not in page
+
+
+def test_use_is_counted_only_where_it_says_more_than_relevance():
+    def counts(view: list) -> list[int]:
+        out = [0, 0, 0, 0]
+        _count_contexts(view, out)
+        return out
+
+    # relevant exactly when it supports a claim (context precision): one bar
+    assert counts([[0, 1, [0], -1], [1, 0, [], -1]]) == [1, 1, 0, 0]
+    # relevance only, no supports listed: no use bar
+    assert counts([[0, 1, [], -1], [1, 0, [], -1]]) == [1, 1, 0, 0]
+    # relevant but supporting nothing (context relevancy with answer claims): both bars
+    assert counts([[0, 1, [0], -1], [1, 1, [], -1], [2, 0, [], -1]]) == [2, 1, 1, 2]
+    # no relevance judged: use only
+    assert counts([[0, -1, [0], -1], [1, -1, [], -1]]) == [0, 0, 1, 1]
