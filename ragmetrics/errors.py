@@ -9,6 +9,7 @@ Every error the package raises on purpose derives from :class:`RagMetricsError`:
     ├── JudgeError                an LLM call failed for good (provider, model, attempts, status)
     │   └── JudgeOutputError      the judge answered, but not with usable output (last reply, problems)
     ├── NoScoreError              a metric produced no score (carries the result's status and message)
+    ├── BatchPendingError         a batch run stopped waiting with provider batches unfinished (resume it)
     ├── CacheError                the disk cache could not be opened or written
     ├── SnapshotError             a snapshot is missing, corrupt, foreign or named unsafely
     └── MissingDependencyError    an optional extra is not installed (also an ImportError)
@@ -24,11 +25,13 @@ the adapters that call the SDKs (``raise ... from exc``); nothing above the judg
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ragmetrics.score import Status
+if TYPE_CHECKING:  # score.py imports pydantic; errors stays light (``ragmetrics --help`` loads it)
+    from ragmetrics.score import Status
 
 __all__ = [
+    "BatchPendingError",
     "CacheError",
     "ConfigError",
     "InvalidInputError",
@@ -194,6 +197,25 @@ class NoScoreError(RagMetricsError):
         self.status = status
         self.message = message
         super().__init__(f"{metric}: no score ({status}): {message}")
+
+
+class BatchPendingError(RagMetricsError):
+    """A batch run stopped waiting while provider batches were still running; resume it later.
+
+    Attributes:
+        batch_ids: The provider batches not finished yet.
+        directory: The batch ledger folder that remembers them.
+    """
+
+    def __init__(self, batch_ids: list[str], directory: str, waited_s: float) -> None:
+        self.batch_ids = list(batch_ids)
+        self.directory = directory
+        shown = ", ".join(self.batch_ids[:5]) + (" ..." if len(self.batch_ids) > 5 else "")
+        super().__init__(
+            f"{len(self.batch_ids)} provider batch(es) still running after {waited_s:.0f} s ({shown}); "
+            f"nothing is lost: run again with resume=True (ragmetrics eval ... --batch --resume) to "
+            f"collect them; the ledger is in {directory}"
+        )
 
 
 class CacheError(RagMetricsError):

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragmetrics._check import check_field
 from ragmetrics.errors import InvalidInputError
 
 __all__ = ["Sample", "check_sample_text", "check_text"]
@@ -73,9 +74,8 @@ class Sample(BaseModel):
             InvalidInputError: A field has the wrong type, a required field is empty, or a text
                 field holds a lone surrogate.
         """
-        if question is not None and not isinstance(question, str):
-            raise InvalidInputError("question", "a string", question, row=row)
-        if require_question and (question is None or not question.strip()):
+        asked: str | None = check_field(question, "question", str, "a string", row=row, optional=True)
+        if require_question and (asked is None or not asked.strip()):
             raise InvalidInputError(
                 "question",
                 "a non-empty string",
@@ -89,22 +89,20 @@ class Sample(BaseModel):
                     "answer", 'a string (use "" for an empty answer)', row=row, detail="got None"
                 )
             answer = ""
-        if not isinstance(answer, str):
-            raise InvalidInputError("answer", "a string", answer, row=row)
+        answer = check_field(answer, "answer", str, "a string", row=row)
         ctx = _check_contexts(contexts, row)
-        if reference is not None and not isinstance(reference, str):
-            raise InvalidInputError("reference", "a string or None", reference, row=row)
-        if id is not None and not isinstance(id, (str, int)):
-            raise InvalidInputError("id", "a string or an integer", id, row=row)
-        if meta is not None and not isinstance(meta, Mapping):
-            raise InvalidInputError("meta", "a mapping", meta, row=row)
+        reference = check_field(reference, "reference", str, "a string or None", row=row, optional=True)
+        id = check_field(id, "id", (str, int), "a string or an integer", row=row, optional=True)
+        extra: Mapping[str, Any] | None = check_field(
+            meta, "meta", Mapping, "a mapping", row=row, optional=True
+        )
         sample = cls(
-            question=question,
+            question=asked,
             answer=answer,
             contexts=ctx,
             reference=reference,
             id=None if id is None else str(id),
-            meta=dict(meta or {}),
+            meta=dict(extra or {}),
         )
         return check_sample_text(sample, row)
 
@@ -112,20 +110,17 @@ class Sample(BaseModel):
 def _check_contexts(contexts: object, row: int | str | None) -> tuple[str, ...]:
     if contexts is None:
         return ()
-    if isinstance(contexts, (str, bytes)) or not isinstance(contexts, Sequence):
-        raise InvalidInputError(
-            "contexts",
-            "a list of strings",
-            contexts,
-            row=row,
-            detail="wrap a single passage in a list: contexts=[text]" if isinstance(contexts, str) else None,
-        )
-    out = []
-    for i, item in enumerate(contexts):
-        if not isinstance(item, str):
-            raise InvalidInputError(f"contexts[{i}]", "a string", item, row=row)
-        out.append(item)
-    return tuple(out)
+    passages = check_field(
+        contexts,
+        "contexts",
+        Sequence,
+        "a list of strings",
+        row=row,
+        detail="wrap a single passage in a list: contexts=[text]" if isinstance(contexts, str) else None,
+    )
+    return tuple(
+        check_field(item, f"contexts[{i}]", str, "a string", row=row) for i, item in enumerate(passages)
+    )
 
 
 def check_text(text: str, field: str, *, row: int | str | None = None) -> str:

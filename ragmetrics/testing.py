@@ -4,8 +4,11 @@
 thread) that the real ``openai`` and ``anthropic`` SDKs, and instructor on top of them, talk to over
 real HTTP through ``base_url``. It speaks OpenAI Chat Completions (``/v1/chat/completions``),
 Anthropic Messages (``/v1/messages``), OpenAI embeddings (``/v1/embeddings``) and model listings
-(``GET /v1/models``); the wire formats, the transport and the request handling live in the private
-:mod:`ragmetrics._fake` package.
+(``GET /v1/models``), and both providers' batch APIs: OpenAI's Batch API (``/v1/files`` uploads,
+``/v1/batches``, output and error files) and Anthropic's Message Batches (``/v1/messages/batches``
+and its results), whose requests are answered as the same requests in real time would be, when the
+batch ends (see :meth:`FakeLLMServer.batch_plan`). The wire formats, the transport and the request
+handling live in the private :mod:`ragmetrics._fake` package.
 
 What answers a request, first match wins:
 
@@ -66,6 +69,8 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Literal
 
+from ragmetrics._fake.batch_wire import FakeBatchPlan, Outcome
+from ragmetrics._fake.batches import BatchStore, FakeBatch
 from ragmetrics._fake.dialects import DIALECTS
 from ragmetrics._fake.records import Endpoint as Endpoint  # re-exported: the type of FakeRequest.endpoint
 from ragmetrics._fake.records import FakeReply, FakeRequest, FakeRule, Faults
@@ -80,9 +85,23 @@ try:  # the fixture is optional: importing this module must not need pytest
 except ImportError:  # pragma: no cover - exercised only without pytest installed
     pytest = None  # type: ignore[assignment]
 
-__all__ = ["FakeLLMServer", "FakeReply", "FakeRequest", "FakeRule", "fake_llm_server"]
+__all__ = [
+    "FakeBatch",
+    "FakeBatchPlan",
+    "FakeLLMServer",
+    "FakeReply",
+    "FakeRequest",
+    "FakeRule",
+    "fake_llm_server",
+]
 
-for _public in (FakeReply, FakeRequest, FakeRule):  # defined in ragmetrics._fake; documented here
+for _public in (
+    FakeBatch,
+    FakeBatchPlan,
+    FakeReply,
+    FakeRequest,
+    FakeRule,
+):  # defined in ragmetrics._fake; documented here
     _public.__module__ = __name__
 
 _POLL = 0.05  # seconds between checks of the serve loop for a stop request
@@ -153,6 +172,7 @@ class FakeLLMServer(Serving):
         self._calls: Counter[str] = Counter()
         self._prompt_tokens = 0
         self._completion_tokens = 0
+        self._batches = BatchStore()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -350,8 +370,37 @@ class FakeLLMServer(Serving):
         with self._lock:
             self._latency = value
 
+    def batch_plan(
+        self, *, polls: int = 2, seconds: float | None = None, outcome: Outcome = "completed"
+    ) -> FakeBatchPlan:
+        """Set when the batches created from now on end, and how (both batch APIs).
+
+        A batch ends at the ``polls``-th retrieve of it (or, with ``seconds``, at the first retrieve
+        once that many seconds have passed since it was created); then every request in it is answered
+        as in real time: rules, queued replies and faults apply, so ``on(match, FakeReply(status=500))``
+        fails some requests of a batch (an error-file line; Anthropic: ``errored``), and a ``hang`` or
+        ``drop`` reply leaves a request unprocessed, so that it expires. ``outcome`` ends the whole batch
+        otherwise: ``expired`` or ``cancelled`` (no request processed) or ``failed`` (OpenAI: failed
+        validation, no output files; Anthropic: every request errors).
+
+        Returns:
+            The plan, which :meth:`reset` sets back to the default (``polls=2``, ``completed``).
+
+        Raises:
+            ConfigError: ``polls`` < 1, negative ``seconds`` or an unknown ``outcome``.
+        """
+        plan = FakeBatchPlan(polls=polls, seconds=seconds, outcome=outcome)
+        with self._lock:
+            self._batches.plan = plan
+        return plan
+
+    @property
+    def batches(self) -> list[FakeBatch]:
+        """The batches created since the last reset (both APIs), in creation order."""
+        return self._batches.snapshot()
+
     def reset(self) -> None:
-        """Forget scripts, rules, faults, latency, recorded requests and counters."""
+        """Forget scripts, rules, faults, latency, recorded requests, counters, files and batches."""
         with self._lock:
             self._clear()
 

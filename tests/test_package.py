@@ -88,7 +88,19 @@ def test_render_checks_placeholders_and_escapes():
 
 # Layers (STYLE.md): the folders, lowest first; a module may import only its own layer or below.
 # records (single modules) <- judge <- metrics <- pipeline <- the faces (regression, report, cli, ...).
-RECORDS = ("errors", "_aio", "_version", "_terminal", "_textnorm", "sample", "score", "settings", "prompting")
+RECORDS = (
+    "errors",
+    "_aio",
+    "_version",
+    "_terminal",
+    "_check",
+    "_textnorm",
+    "sample",
+    "score",
+    "failure",
+    "settings",
+    "prompting",
+)
 FACES = ("regression", "report", "cli", "integrations", "testing", "pytest_plugin", "_fake", "eval", "suite")
 LAYERS = [
     {f"ragmetrics.{name}" for name in RECORDS},
@@ -148,3 +160,35 @@ def test_ci_tests_the_installed_wheel_not_the_checkout():
     assert "site-packages" in installed.parts, installed
     assert (ROOT / "ragmetrics") not in installed.parents, installed
     assert (Path(ragmetrics.__file__).parent / "prompts" / "manifest.json").is_file()
+
+
+def _imports(path: Path) -> tuple[set[str], set[str]]:
+    """The ragmetrics modules ``path`` imports at run time, and those it imports under TYPE_CHECKING only."""
+    tree = ast.parse(path.read_text())
+    typing_only: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and (inner.module or "").startswith("ragmetrics"):
+                    typing_only.add(str(inner.module))
+    everything = {
+        n.module
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("ragmetrics")
+    }
+    return everything - typing_only, typing_only
+
+
+def test_no_import_cycle_hides_behind_type_checking():
+    package = Path(ragmetrics.__file__).parent
+    modules = {}
+    for path in package.rglob("*.py"):
+        rel = path.relative_to(package.parent).with_suffix("")
+        modules[".".join(rel.parts).removesuffix(".__init__")] = _imports(path)
+    hidden = [
+        f"{module} imports {target} under TYPE_CHECKING, and {target} imports {module}"
+        for module, (_, typing_only) in modules.items()
+        for target in typing_only
+        if module in modules.get(target, (set(), set()))[0]
+    ]
+    assert not hidden, "\n".join(hidden)

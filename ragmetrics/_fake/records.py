@@ -15,7 +15,7 @@ from ragmetrics.errors import ConfigError
 
 __all__ = ["Endpoint", "Faults", "FakeReply", "FakeRequest", "FakeRule", "Source"]
 
-Endpoint = Literal["chat", "messages", "embeddings", "models"]
+Endpoint = Literal["chat", "messages", "embeddings", "models", "files", "batches"]
 Source = Literal["rule", "queue", "fault", "default", "dialect"]
 
 
@@ -81,7 +81,8 @@ class FakeRequest:
     index: int
     """0-based arrival number since the last reset."""
     endpoint: Endpoint
-    """``chat`` (OpenAI), ``messages`` (Anthropic), ``embeddings`` or ``models``."""
+    """``chat`` (OpenAI), ``messages`` (Anthropic), ``embeddings``, ``models``, or the batch APIs'
+    ``files`` (OpenAI uploads and downloads) and ``batches`` (OpenAI batches, Anthropic message batches)."""
     method: str
     """``GET`` or ``POST``."""
     path: str
@@ -113,6 +114,10 @@ class FakeRequest:
     ``response_format`` type ``json_schema``)."""
     reply: FakeReply | None = None
     """The scripted or fault reply used (None for the default answer)."""
+    batch_id: str | None = None
+    """For a request that arrived inside a provider batch: the batch's id (None: a real-time request)."""
+    custom_id: str | None = None
+    """For a request inside a provider batch: its ``custom_id``."""
 
 
 class FakeRule:

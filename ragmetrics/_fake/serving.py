@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ragmetrics._fake.batches import KNOWN as BATCH_PATHS
+from ragmetrics._fake.batches import BatchError, BatchRoute, BatchStore, batch_route
 from ragmetrics._fake.dialects import Rejection, adapt, reject
 from ragmetrics._fake.embeddings import BROKEN_EMBEDDINGS, embeddings_body, texts_of
-from ragmetrics._fake.providers import completion_body, models_body, read_call
+from ragmetrics._fake.providers import completion_body, error_body, models_body, read_call
 from ragmetrics._fake.records import Endpoint, FakeReply, FakeRequest, FakeRule, Faults, Source
 from ragmetrics._fake.routes import ENDPOINTS, KNOWN, route
 from ragmetrics._fake.schema_fill import SchemaFillError, fill, prompt_words
@@ -60,17 +62,23 @@ class Serving:
     _calls: Counter[str]
     _prompt_tokens: int
     _completion_tokens: int
+    _batches: BatchStore
 
     def _serve(self, handler: Handler, method: str) -> None:
         endpoint: str = "chat"
         try:
             raw = handler.read_body()
             path = handler.path.split("?", 1)[0]
+            batch = batch_route(method, path)
+            if batch is not None:
+                endpoint = "messages" if batch.provider == "anthropic" else "chat"
+                self._serve_batch(handler, method, path, batch, raw)
+                return
             found = route(method, handler.path)
             if found is None:
                 endpoint = "messages" if "anthropic-version" in handler.headers else "chat"
                 handler.send_error_body(
-                    endpoint, 404, f"FakeLLMServer has no {method} {path}; it serves {KNOWN}"
+                    endpoint, 404, f"FakeLLMServer has no {method} {path}; it serves {KNOWN}, {BATCH_PATHS}"
                 )
                 return
             endpoint = found.endpoint
@@ -95,9 +103,55 @@ class Serving:
             except OSError:
                 pass
 
+    def _serve_batch(self, handler: Handler, method: str, path: str, found: BatchRoute, raw: bytes) -> None:
+        """A batch API request: recorded (rules and faults apply), then answered by the batch store."""
+        shape = "messages" if found.provider == "anthropic" else "chat"
+        headers = dict(handler.headers.items())
+        content_type = headers.get("Content-Type") or headers.get("content-type") or ""
+        body: dict[str, Any] = {}
+        if method == "POST" and content_type.startswith("application/json") and raw:
+            try:
+                parsed = json.loads(raw)
+                body = parsed if isinstance(parsed, dict) else {}
+            except ValueError:
+                body = {}
+        request, _ = self._read_request(headers, found.resource, method, path, body)
+        request = replace(request, batch_id=found.item if found.resource == "batches" else None)
+        request, reply, wait = self._admit(request, None)
+        if wait > 0 and self._stopping.wait(wait):
+            handler.close_connection = True
+            return
+        if reply.hang:
+            handler.hang(self._stopping)
+            return
+        if reply.drop:
+            handler.drop()
+            return
+        extra = dict(reply.headers)
+        if reply.retry_after is not None:
+            extra["Retry-After"] = f"{reply.retry_after:g}"
+        if reply.status >= 400:
+            message = reply.message or f"HTTP {reply.status} scripted by FakeLLMServer"
+            handler.send_error_body(shape, reply.status, message, extra)
+            return
+        lower = {k.lower(): v for k, v in headers.items()}
+        try:
+            status, payload, kind = self._batches.serve(found, lower, raw, self._batch_line)
+        except BatchError as exc:
+            handler.send_error_body(shape, exc.status, exc.message)
+            return
+        handler.send(status, payload, extra, content_type=kind)
+
+    def _batch_line(
+        self, endpoint: str, body: dict[str, Any], custom_id: str, batch_id: str
+    ) -> tuple[int, dict[str, Any]] | None:
+        return self.answer_line(
+            "messages" if endpoint == "messages" else "chat", body, custom_id=custom_id, batch_id=batch_id
+        )
+
     def _read_request(
         self,
-        handler: Handler,
+        raw_headers: Mapping[str, str],
         endpoint: Endpoint,
         method: str,
         path: str,
@@ -107,7 +161,7 @@ class Serving:
         """Build the request record (API key values redacted) and, for chat/messages, what it asks."""
         headers = {}
         has_key = False
-        for name, value in handler.headers.items():
+        for name, value in raw_headers.items():
             name = name.lower()
             if name in _SECRET_HEADERS:
                 has_key = True
@@ -150,7 +204,9 @@ class Serving:
         body: dict[str, Any],
         path_model: str | None = None,
     ) -> None:
-        request, call = self._read_request(handler, endpoint, method, path, body, path_model)
+        request, call = self._read_request(
+            dict(handler.headers.items()), endpoint, method, path, body, path_model
+        )
         rejection = reject(self._dialect, endpoint, body)
         request, reply, wait = self._admit(request, rejection)
         stopping = self._stopping
@@ -183,14 +239,21 @@ class Serving:
             self._send_embeddings(handler, request, reply, extra)
             return
         assert call is not None
-        if body.get("stream"):
-            handler.send_error_body(endpoint, 400, "FakeLLMServer does not stream; send stream=false")
-            return
+        status, payload = self._completion(endpoint, request, call, reply)
+        handler.send(
+            status if status >= 400 else reply.status, dumps(payload), extra if status < 400 else None
+        )
+
+    def _completion(
+        self, endpoint: Endpoint, request: FakeRequest, call: Call, reply: FakeReply
+    ) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and body answering a chat or messages request (an error body for 400)."""
+        if request.body.get("stream"):
+            return 400, error_body(endpoint, 400, "FakeLLMServer does not stream; send stream=false")
         try:
             value, text, raw_content = self._answer_text(request, call, reply)
         except NoAnswerError as exc:
-            handler.send_error_body(endpoint, 400, str(exc))
-            return
+            return 400, error_body(endpoint, 400, str(exc))
         completion_tokens = tokens_for_chars(len(text))
         with self._lock:
             self._prompt_tokens += request.prompt_tokens
@@ -206,8 +269,31 @@ class Serving:
             completion_tokens=completion_tokens,
             seq=request.index,
         )
-        payload = completion_body(endpoint, answer)
-        handler.send(reply.status, dumps(payload), extra)
+        return 200, completion_body(endpoint, answer)
+
+    def answer_line(
+        self, endpoint: Endpoint, body: dict[str, Any], *, custom_id: str, batch_id: str
+    ) -> tuple[int, dict[str, Any]] | None:
+        """Answer one request of a provider batch as the same request in real time would be answered.
+
+        Rules, queued replies and faults apply as to real-time requests (without latency). Returns the
+        HTTP status and body, or None when the request is left unprocessed (a ``hang`` or ``drop``
+        reply: the line expires).
+        """
+        path = "/v1/messages" if endpoint == "messages" else "/v1/chat/completions"
+        request, call = self._read_request({}, endpoint, "POST", path, body)
+        request = replace(request, custom_id=custom_id, batch_id=batch_id)
+        rejection = reject(self._dialect, endpoint, body)
+        request, reply, _ = self._admit(request, rejection)
+        if reply.hang or reply.drop:
+            return None
+        if rejection is not None:
+            return rejection.status, dict(rejection.body)
+        if reply.status >= 400:
+            message = reply.message or f"HTTP {reply.status} scripted by FakeLLMServer"
+            return reply.status, error_body(endpoint, reply.status, message)
+        assert call is not None
+        return self._completion(endpoint, request, call, reply)
 
     def _admit(
         self, request: FakeRequest, rejection: Rejection | None

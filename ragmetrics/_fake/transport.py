@@ -115,12 +115,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             chunks.append(self.rfile.read(size))
             self.rfile.readline()
 
-    def send(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
-        """Write a JSON response, status line to body, in one send."""
+    def send(
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str] | None = None,
+        *,
+        content_type: str = "application/json",
+    ) -> None:
+        """Write a response (JSON unless ``content_type`` says otherwise) in one send."""
         reason = self.responses.get(status, ("",))[0]
         lines = [
             f"HTTP/1.1 {status} {reason}",
-            "Content-Type: application/json",
+            f"Content-Type: {content_type}",
             f"Content-Length: {len(body)}",
         ]
         if headers:

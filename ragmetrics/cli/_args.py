@@ -10,10 +10,20 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["count", "non_negative_float", "output_problem", "positive_float", "positive_int", "unit_float"]
+__all__ = [
+    "add_batch_flags",
+    "batch_from_flags",
+    "count",
+    "non_negative_float",
+    "output_problem",
+    "positive_float",
+    "positive_int",
+    "unit_float",
+]
 
 
 def unit_float(text: str) -> float:
@@ -104,3 +114,68 @@ def output_problem(
     if not _writable_dir(parent) or (target.is_file() and not os.access(target, os.W_OK)):
         return f"{flag}: cannot write {path} (no write permission in {parent})"
     return None
+
+
+def add_batch_flags(parser: argparse.ArgumentParser) -> None:
+    """``--batch`` and its companions, for ``ragmetrics eval``."""
+    group = parser.add_argument_group(
+        "provider batch APIs",
+        "send the judge requests through the OpenAI Batch API or Anthropic Message Batches at half price; "
+        "results come back within the providers' 24 h window (often minutes), so leave the run waiting "
+        "or stop it and collect later with --resume",
+    )
+    group.add_argument("--batch", action="store_true", help="judge through the provider's batch API")
+    group.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --batch: continue the unfinished batches of an earlier run instead of refusing to start",
+    )
+    group.add_argument(
+        "--batch-dir",
+        metavar="DIR",
+        help="with --batch: the folder that remembers the batches (default: batches/ in the cache folder)",
+    )
+    group.add_argument(
+        "--poll-interval",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="with --batch: seconds between polls of a running batch (default 60)",
+    )
+    group.add_argument(
+        "--max-wait",
+        type=non_negative_float,
+        metavar="SECONDS",
+        help="with --batch: stop waiting after SECONDS (exit 3; run again with --resume to collect)",
+    )
+
+
+def batch_from_flags(args: argparse.Namespace) -> dict[str, object] | None:
+    """The ``batch=`` options the flags ask for, or None for a real-time run.
+
+    Raises:
+        ValueError: A batch flag without ``--batch`` (the message names it).
+    """
+    given = [
+        flag
+        for flag, value in (
+            ("--resume", args.resume),
+            ("--batch-dir", args.batch_dir),
+            ("--poll-interval", args.poll_interval),
+            ("--max-wait", args.max_wait),
+        )
+        if value not in (None, False)
+    ]
+    if not args.batch:
+        if given:
+            raise ValueError(f"{', '.join(given)} only apply with --batch")
+        return None
+    options: dict[str, object] = {"resume": bool(args.resume)}
+    if not (args.quiet or args.json):
+        options["notify"] = lambda message: print(f"ragmetrics: {message}", file=sys.stderr, flush=True)
+    if args.batch_dir:
+        options["directory"] = args.batch_dir
+    if args.poll_interval is not None:
+        options["poll_interval_s"] = args.poll_interval
+    if args.max_wait is not None:
+        options["max_wait_s"] = args.max_wait
+    return options

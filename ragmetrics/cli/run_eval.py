@@ -17,6 +17,8 @@ from typing import Any, TextIO
 
 from ragmetrics._terminal import printable
 from ragmetrics.cli._args import (
+    add_batch_flags,
+    batch_from_flags,
     count,
     non_negative_float,
     output_problem,
@@ -32,8 +34,10 @@ DEFAULT_METRICS = "faithfulness,relevancy,groundedness"
 _EPILOG = (
     "exit codes: 0 done, 1 a quality gate failed (a metric scored no sample, more samples went unscored "
     "than --max-unscored allows, or a metric's mean is below --fail-under), 2 usage error "
-    "(missing file, bad column, unknown metric or judge, missing API key, unwritable output path)"
+    "(missing file, bad column, unknown metric or judge, missing API key, unwritable output path), "
+    "3 provider batches still running after --max-wait (run again with --resume)"
 )
+EXIT_PENDING = 3
 _ESTIMATE_EPILOG = (
     "exit codes: 0 done, 2 usage error (missing file, bad column, unknown metric or judge, missing API key)"
 )
@@ -135,6 +139,7 @@ def add_eval_command(commands: Any) -> None:
     parser.add_argument("--worst", type=count, default=3, metavar="N", help="worst samples to show (3)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no tables")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON (for machines)")
+    add_batch_flags(parser)
     parser.set_defaults(handler=cmd_eval)
 
 
@@ -332,6 +337,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     path = _data_path(args)
     _check_outputs(args, path)
+    try:
+        batch = batch_from_flags(args)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
     spec = _judge_spec(args)
     max_unscored = _max_unscored(args.max_unscored)
     metrics = _metrics(args, spec, args.threshold, _judge_options(args))
@@ -355,9 +364,10 @@ def _eval(args: argparse.Namespace) -> int:
             "ragmetrics: scoring with the offline heuristic judge (lexical overlap, not an LLM).", file=notice
         )
     else:
-        _say(f"ragmetrics: judging with {spec}.", file=notice)
+        how = " through its batch API (half price; waits for the batches)" if batch is not None else ""
+        _say(f"ragmetrics: judging with {spec}{how}.", file=notice)
 
-    from ragmetrics.errors import ConfigError
+    from ragmetrics.errors import BatchPendingError, ConfigError
     from ragmetrics.pipeline import EvaluationPipeline
 
     try:
@@ -366,10 +376,14 @@ def _eval(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             max_cost_usd=args.max_cost,
             progress=False if (args.quiet or args.json) else None,
+            batch=batch if batch is not None else False,
         )
         results = pipeline.run(data)
     except ConfigError as exc:
         raise _UsageError(str(exc)) from None
+    except BatchPendingError as exc:
+        _say(f"ragmetrics eval: {exc}", file=sys.stderr)
+        return EXIT_PENDING
     report = results.summary()
     if args.out:
         if Path(args.out).suffix.lower() == ".csv":

@@ -40,6 +40,13 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from ragmetrics.errors import MissingDependencyError, shorten
+from ragmetrics.integrations._langchain_text import (
+    ANSWER_KEYS,
+    QUESTION_KEYS,
+    answer_from,
+    generation_text,
+    question_from,
+)
 from ragmetrics.integrations._scoring import BackgroundScorer, Capture, RunResult, ScoredHandler, json_safe
 
 try:
@@ -58,8 +65,6 @@ __all__ = ["RagMetricsCallbackHandler", "RunResult"]
 logger = logging.getLogger("ragmetrics.integrations")
 
 _F = TypeVar("_F", bound=Callable[..., None])
-QUESTION_KEYS = ("question", "input", "query")
-ANSWER_KEYS = ("answer", "output", "result")
 
 
 def _require_langchain(feature: str) -> None:
@@ -85,77 +90,6 @@ class _Trace:
     last_llm_text: str | None = None
     problem: str | None = None
     """Set when capturing failed for this run: it is skipped with this reason."""
-
-
-def message_text(message: Any) -> str | None:
-    """The text of a LangChain message (string content, or the text blocks of a content list)."""
-    content = getattr(message, "content", None)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            b if isinstance(b, str) else b.get("text", "")
-            for b in content
-            if isinstance(b, str) or (isinstance(b, Mapping) and b.get("type") == "text")
-        ]
-        return "".join(parts)
-    return None
-
-
-def _is_message(value: Any) -> bool:
-    return hasattr(value, "content") and hasattr(value, "type") and isinstance(value.type, str)
-
-
-def _last_message(messages: Any, types: tuple[str, ...]) -> str | None:
-    if hasattr(messages, "to_messages") and callable(messages.to_messages):  # a PromptValue
-        messages = messages.to_messages()
-    if isinstance(messages, (list, tuple)) and messages and all(_is_message(m) for m in messages):
-        for m in reversed(messages):
-            if m.type in types:
-                return message_text(m)
-    return None
-
-
-def question_from(value: Any, keys: Sequence[str]) -> str | None:
-    """The question in a run's input, or None."""
-    if isinstance(value, str):
-        return value
-    if _is_message(value):
-        return message_text(value)
-    if isinstance(value, Mapping):
-        for key in (*keys, "messages"):
-            if key in value and not isinstance(value[key], Mapping):
-                found = question_from(value[key], keys)
-                if found is not None:
-                    return found
-        return None
-    return _last_message(value, ("human",))
-
-
-def answer_from(value: Any, keys: Sequence[str]) -> str | None:
-    """The answer in a run's output, or None."""
-    if isinstance(value, str):
-        return value
-    if _is_message(value):
-        return message_text(value)
-    if isinstance(value, Mapping):
-        for key in (*keys, "messages"):
-            if key in value and not isinstance(value[key], Mapping):
-                found = answer_from(value[key], keys)
-                if found is not None:
-                    return found
-        return None
-    return _last_message(value, ("ai",))
-
-
-def _llm_text(response: Any) -> str | None:
-    generations = getattr(response, "generations", None)
-    if not generations or not generations[0]:
-        return None
-    first = generations[0][0]
-    message = getattr(first, "message", None)
-    text = message_text(message) if message is not None else None
-    return text if text else getattr(first, "text", None)
 
 
 def _guarded(what: str) -> Callable[[_F], _F]:
@@ -460,7 +394,7 @@ class RagMetricsCallbackHandler(_HandlerBase, ScoredHandler):  # type: ignore[mi
         self, response: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
         """Keep the text of the run's latest LLM output (the answer when the chain's output holds none)."""
-        text = _llm_text(response)
+        text = generation_text(response)
         with self._lock:
             trace = self._trace_of(run_id)
             if trace is not None and text is not None:

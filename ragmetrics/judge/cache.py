@@ -118,6 +118,16 @@ class CachingJudge:
         key = cache_key(self.inner, request)
         return self._memo.get(key) or self._store.get(key)
 
+    def store(self, request: JudgeRequest[Any], reply: JudgeReply[Any]) -> None:
+        """Keep a validated reply obtained elsewhere (a provider batch) under the request's real-time key.
+
+        A later real-time request for it is then a cache hit, as if this judge had made the call.
+        """
+        key = cache_key(self.inner, request)
+        entry = {"value": reply.value.model_dump(mode="json"), "usage": reply.usage.model_dump()}
+        self._memo.put(key, entry)
+        self._store.set_many({key: entry})
+
     # -- the Judge protocol -----------------------------------------------------------------------------
     async def complete(self, request: JudgeRequest[ModelT]) -> JudgeReply[ModelT]:
         """Answer from memory or disk if possible, else join an identical call in flight, else call."""

@@ -1,4 +1,10 @@
-"""Model prices: a data file (``ragmetrics/prices.json``), overridable, turned into USD per call."""
+"""Model prices: a data file (``ragmetrics/prices.json``), overridable, turned into USD per call.
+
+The table holds real-time prices per provider (``openai``, ``anthropic``) and the providers' batch
+API prices beside them (``openai-batch``, ``anthropic-batch``: half the real-time price, as both the
+OpenAI Batch API and Anthropic's Message Batches bill). :func:`batch_cost_usd` prices a call made
+through a batch; a model that only the real-time table names is billed at half its real-time price.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,10 @@ from pathlib import Path
 
 from ragmetrics.errors import ConfigError
 
-__all__ = ["PriceTable", "load_prices"]
+__all__ = ["BATCH_DISCOUNT", "PriceTable", "batch_cost_usd", "batch_table", "cost_usd", "load_prices"]
+
+BATCH_DISCOUNT = 0.5
+"""What a batch call costs relative to the same call in real time, for models the batch tables omit."""
 
 PriceTable = Mapping[str, Mapping[str, tuple[float, float]]]
 
@@ -59,3 +68,23 @@ def cost_usd(
         return 0.0
     inp, out = models[best]
     return (prompt_tokens * inp + completion_tokens * out) / 1_000_000
+
+
+def batch_table(provider: str) -> str:
+    """The name of ``provider``'s batch price table in the price file (``openai`` -> ``openai-batch``)."""
+    return f"{provider}-batch"
+
+
+def batch_cost_usd(
+    table: PriceTable, provider: str, model: str, prompt_tokens: int, completion_tokens: int
+) -> float:
+    """Cost of one call made through the provider's batch API.
+
+    The ``PROVIDER-batch`` table's price when it names the model (longest prefix), else
+    :data:`BATCH_DISCOUNT` times the real-time price; 0.0 for models in neither table.
+    """
+    name = batch_table(provider)
+    models = table.get(name, {})
+    if any(model.startswith(m) for m in models):
+        return cost_usd(table, name, model, prompt_tokens, completion_tokens)
+    return BATCH_DISCOUNT * cost_usd(table, provider, model, prompt_tokens, completion_tokens)

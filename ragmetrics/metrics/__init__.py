@@ -13,6 +13,7 @@ a name, a :class:`~ragmetrics.metrics.claims.engine.ClaimTask` and a scoring fun
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -25,22 +26,7 @@ from ragmetrics.metrics.claims.groundedness import GroundednessMetric
 from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found
 from ragmetrics.metrics.claims.relevancy import RelevancyMetric
 from ragmetrics.metrics.evaluators.base import Evaluator
-from ragmetrics.metrics.evaluators.custom import CustomEvaluator
-from ragmetrics.metrics.evaluators.embedding import EmbeddingDistanceEvaluator
-from ragmetrics.metrics.evaluators.overlap import BleuEvaluator, RougeEvaluator
-from ragmetrics.metrics.evaluators.rubric import GEvalEvaluator, LLMJudgeEvaluator, LLMRubricEvaluator
-from ragmetrics.metrics.evaluators.structured import (
-    HtmlValidationEvaluator,
-    JsonMatchEvaluator,
-    JsonValidityEvaluator,
-)
-from ragmetrics.metrics.evaluators.text import (
-    ContainsEvaluator,
-    ExactMatchEvaluator,
-    F1Evaluator,
-    LevenshteinEvaluator,
-    RegexMatchEvaluator,
-)
+from ragmetrics.metrics.evaluators.factory import EVALUATOR_TYPES
 
 __all__ = [
     "BUILTIN_METRICS",
@@ -62,38 +48,10 @@ RAG_METRICS: Mapping[str, type] = MappingProxyType(
 )
 """The claim-based RAG metrics by name."""
 
-BUILTIN_METRICS: Mapping[str, type] = MappingProxyType(
-    {
-        **RAG_METRICS,
-        **{
-            cls.name: cls
-            for cls in (
-                ExactMatchEvaluator,
-                ContainsEvaluator,
-                RegexMatchEvaluator,
-                JsonValidityEvaluator,
-                JsonMatchEvaluator,
-                HtmlValidationEvaluator,
-                RougeEvaluator,
-                BleuEvaluator,
-                F1Evaluator,
-                LevenshteinEvaluator,
-                EmbeddingDistanceEvaluator,
-                LLMJudgeEvaluator,
-                LLMRubricEvaluator,
-                GEvalEvaluator,
-                CustomEvaluator,
-            )
-        },
-    }
-)
-"""Every built-in metric and evaluator by its snake_case name."""
+BUILTIN_METRICS: Mapping[str, type] = MappingProxyType({**RAG_METRICS, **EVALUATOR_TYPES})
+"""Every built-in metric and evaluator by its snake_case name (the evaluators from their one table)."""
 
-_GRADED = frozenset({"rouge", "bleu", "f1", "levenshtein", "html_validation"})
-"""Evaluators that need no options beyond a threshold (they compare the answer with the reference)."""
-_FIXED_PASS_MARK = frozenset({"exact_match", "contains", "json_validity", "json_match"})
-"""Evaluators that need no options and keep their own pass mark."""
-BY_NAME = tuple(sorted([*RAG_METRICS, *_GRADED, *_FIXED_PASS_MARK]))
+BY_NAME = tuple(sorted([*RAG_METRICS, *(n for n, cls in EVALUATOR_TYPES.items() if cls.by_name)]))
 """The metric names accepted in place of a metric object (the CLI's ``--metrics``, ``evaluate()``)."""
 
 
@@ -121,10 +79,10 @@ def metric_from_name(
     if name in RAG_METRICS:
         judge = {} if llm is None else {"llm": llm}
         return RAG_METRICS[name](threshold=threshold, cache=cache, **judge, **options)
-    if name in _GRADED:
-        return BUILTIN_METRICS[name](threshold=threshold)
-    if name in _FIXED_PASS_MARK:
-        return BUILTIN_METRICS[name]()
+    if name in BY_NAME:
+        cls = EVALUATOR_TYPES[name]
+        graded = "threshold" in inspect.signature(cls).parameters  # others keep their own pass mark
+        return cls(threshold=threshold) if graded else cls()
     raise ConfigError(
         f"unknown metric {shorten(name, 80)!r}; choose from {', '.join(BY_NAME)} "
         "(other evaluators need options: pass a metric object, or use a suite file)"

@@ -1,7 +1,7 @@
 """One row through every metric: validate it, run each metric and repeat, and build its record.
 
 :class:`SampleExecutor` never raises for a bad row, a metric that raises or a sample that times out:
-each becomes an error record through :func:`~ragmetrics.pipeline._failure.failure_record`, and the
+each becomes an error record through :func:`~ragmetrics.failure.failure_from`, and the
 first failure is handed back beside the record for ``raise_on_error``. The record's usage counts every
 call made for the row: the results', the failures' and that of calls its timeout cut off.
 """
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmetrics.errors import InvalidInputError, NoScoreError
+from ragmetrics.failure import ErrorRecord, SampleTimeoutError, failure_from
 from ragmetrics.judge.metering import unclaimed
 from ragmetrics.pipeline._busy_time import BusyTime, timed
-from ragmetrics.pipeline._failure import SampleTimeoutError, failure_record
 from ragmetrics.pipeline._metric_call import MetricCall
 from ragmetrics.pipeline.dataset import Row, provenance, to_sample
-from ragmetrics.pipeline.report import ErrorRecord, EvaluationResult, ScoreSpread
+from ragmetrics.pipeline.report import EvaluationResult, ScoreSpread
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult, Usage
 
@@ -76,7 +76,7 @@ class SampleExecutor:
             try:
                 sample = self.sample(row)
             except InvalidInputError as exc:
-                errors = [failure_record(exc, row=row.index)]
+                errors = [failure_from(exc, row=row.index)]
                 return self.failed_record(row, None, errors, (time.perf_counter() - started) * 1000.0), exc
         jobs = [(call, r) for call in self.calls for r in range(self.repeats)]
         busy = BusyTime()
@@ -163,11 +163,11 @@ class SampleExecutor:
                         exc: BaseException = NoScoreError(
                             call.name, outcome.status, (outcome.message or "") + where
                         )
-                        errors.append(failure_record(exc, metric=call.name, row=row.index))
+                        errors.append(failure_from(exc, metric=call.name, row=row.index))
                         first_exc = first_exc or exc
                 else:
                     repeat_scores.append(None)
-                    failure = failure_record(outcome, metric=call.name, row=row.index)
+                    failure = failure_from(outcome, metric=call.name, row=row.index)
                     if isinstance(outcome, SampleTimeoutError) and cut_off.calls:
                         failure.usage, cut_off = cut_off, Usage()  # the first timeout record carries it
                     usage = usage + failure.usage

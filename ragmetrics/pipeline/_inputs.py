@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragmetrics._check import config_error
 from ragmetrics._terminal import printable
 from ragmetrics.errors import ConfigError, InvalidInputError, shorten
 from ragmetrics.pipeline.dataset import Dataset, to_sample
@@ -145,7 +146,7 @@ def columns_dataset(
         raise ConfigError("pass answers= (a list with one answer per row)")
     for name, values in given.items():
         if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-            raise ConfigError(f"{name}= must be a list with one entry per row, got {type(values).__name__}")
+            raise config_error("evaluate", f"{name}=", "a list with one entry per row", values)
     lengths = {name: len(values) for name, values in given.items()}
     if len(set(lengths.values())) > 1:
         raise ConfigError(f"column lists differ in length: {lengths}; give one entry per row in each")

@@ -23,13 +23,11 @@ the pipeline turns it into that row's error record without stopping the run.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmetrics.errors import ConfigError, InvalidInputError, shorten
+from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.pipeline._file_rows import (
     Line,
     TextEncoding,
@@ -38,7 +36,8 @@ from ragmetrics.pipeline._file_rows import (
     read_lines,
     read_text,
 )
-from ragmetrics.sample import Sample, check_sample_text
+from ragmetrics.pipeline._row import Row, plain_value, provenance, to_sample
+from ragmetrics.sample import Sample
 
 __all__ = ["ALIASES", "FALLBACKS", "FIELDS", "Dataset", "Row", "provenance", "to_sample"]
 
@@ -67,22 +66,6 @@ the ideal context, gives way to its ``retrieval_context`` and is then kept as an
 _MISSING = object()
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One dataset row before validation."""
-
-    index: int
-    """Position in the dataset (0-based)."""
-    values: Mapping[str, Any] | Sample | None
-    """The row's values by sample field (missing keys absent), a ready Sample, or None if unreadable."""
-    problem: str | None = None
-    """Why the row could not be read at all (a JSONL line that is not JSON, an undecodable byte)."""
-    columns: Mapping[str, str] | None = None
-    """The column each field was read from (for messages)."""
-    source: Mapping[Any, Any] | None = None
-    """The row as it came in, by its own column names (kept on the record for the exports)."""
-
-
 class AmbiguousColumns(ValueError):
     """Two columns could both be one sample field."""
 
@@ -109,20 +92,6 @@ def _candidate(field: str, present: Any, taken: Any = ()) -> str | None:
         if found:
             return found[0]
     return None
-
-
-def _plain(value: Any) -> Any:
-    """numpy/pandas scalars and arrays to plain Python; NaN (pandas' missing value) to None."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist) and not isinstance(value, (list, tuple, dict)):
-        return _plain(tolist())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 class Dataset:
@@ -324,7 +293,7 @@ class Dataset:
                     return Row(index, None, str(exc), source=item)
             value = item.get(column, _MISSING)
             if value is not _MISSING:
-                values[field] = _plain(value)
+                values[field] = plain_value(value)
                 used[field] = column
         return Row(index, values, columns=used, source=item)
 
@@ -406,106 +375,3 @@ def _csv_contexts(cell: str | None) -> Any:
             return [cell]
         return value
     return [cell]
-
-
-def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
-    """Validate one row into a sample.
-
-    Args:
-        row: The row.
-        require_contexts: Whether a missing or None ``contexts`` is an error (a metric checks the
-            answer against the contexts); an explicit empty list is allowed.
-
-    Raises:
-        InvalidInputError: The row is unreadable, lacks its answer, or a field has the wrong type;
-            the message names the row and the field (and the column it was read from).
-    """
-    values = row.values
-    if values is None:
-        exc = InvalidInputError("(row)", "a dict of sample fields or a Sample", row=row.index)
-        if row.problem is not None:  # escaped as InvalidInputError escapes (a path may hold surrogates)
-            message = f"row {row.index}: {row.problem}"
-            exc.args = (message.encode("utf-8", "backslashreplace").decode("utf-8"),)
-        raise exc
-    if isinstance(values, Sample):
-        return check_sample_text(values, row.index)
-    used = row.columns or {}
-
-    if "answer" not in values:
-        keys = ", ".join(sorted(values)) or "none"
-        raise InvalidInputError(
-            "answer",
-            "present in every row",
-            row=row.index,
-            detail=f"this row has no answer (fields found: {keys})",
-        )
-    if require_contexts and values.get("contexts") is None:
-        got = "no contexts field" if "contexts" not in values else "contexts is None"
-        column = used.get("contexts", "contexts")
-        where = f" (column '{column}')" if column != "contexts" else ""
-        raise InvalidInputError(
-            "contexts",
-            "a list of strings (use [] for none)",
-            row=row.index,
-            detail=f"{got}{where}; the metrics check the answer against the contexts",
-        )
-    try:
-        return Sample.from_fields(
-            question=values.get("question"),
-            answer=values.get("answer"),
-            contexts=values.get("contexts"),
-            reference=values.get("reference"),
-            id=values.get("id"),
-            meta=_meta(values.get("meta"), used.get("meta", "meta")),
-            row=row.index,
-        )
-    except InvalidInputError as exc:
-        base = exc.field.split("[", 1)[0]
-        column = used.get(base, base)
-        if column != base:
-            exc.args = (f"{exc.args[0]} (read from column '{column}')",)
-        raise
-
-
-def _meta(value: Any, column: str) -> Any:
-    """A row's metadata: a mapping as it is, a JSON object text parsed, any other value under its column."""
-    if value is None or isinstance(value, Mapping):
-        return value
-    if isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
-            parsed = json.loads(value)
-        except (ValueError, RecursionError):
-            parsed = None
-        if isinstance(parsed, Mapping):
-            return parsed
-    return {column: value}
-
-
-def _field_value(sample: Sample, field: str) -> Any:
-    if field == "contexts":
-        return list(sample.contexts)
-    return getattr(sample, field)
-
-
-def provenance(row: Row, sample: Sample | None) -> tuple[dict[str, str | None], dict[str, Any]]:
-    """What a record keeps of its source row: every column name -> the field it fed, and the rest.
-
-    Returns:
-        ``columns``: each of the row's column names, in order, mapped to the sample field read from
-        it (None for an extra column); ``extra``: the value of every column the sample does not hold
-        as it came (extra columns, and all of them when the row was invalid), numpy values made plain.
-        Both are empty for a row given as a Sample or with no column names (column lists).
-    """
-    if row.source is None or isinstance(row.values, Sample):
-        return {}, {}
-    values = row.values or {}
-    fields = {column: field for field, column in (row.columns or {}).items()} if values else {}
-    columns: dict[str, str | None] = {}
-    extra: dict[str, Any] = {}
-    for name, raw in row.source.items():
-        key = str(name)
-        field = fields.get(key)
-        columns[key] = field
-        if field is None or sample is None or _field_value(sample, field) != values.get(field):
-            extra[key] = _plain(raw) if field is None else values.get(field)
-    return columns, extra

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragmetrics._textnorm import tokens_for_chars as _tokens
 from ragmetrics.errors import InvalidInputError
 from ragmetrics.judge.cache import CachingJudge, cache_key
-from ragmetrics.judge.pricing import cost_usd
+from ragmetrics.judge.pricing import batch_cost_usd, cost_usd
 from ragmetrics.metrics.base import needs_of
 from ragmetrics.metrics.claims.engine import ClaimPlan
 from ragmetrics.metrics.claims.metric import ClaimMetric
@@ -66,6 +66,8 @@ class JudgeEstimate(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    batch_cost_usd: float = 0.0
+    """The same requests through the provider's batch API (``batch=True`` / ``--batch``)."""
     priced: bool = True
     """False when the model is not in the price table (cost shown as 0)."""
 
@@ -88,6 +90,8 @@ class Estimate(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     """Predicted cost in USD (0 for cached requests and unpriced models)."""
+    batch_cost_usd: float = 0.0
+    """Predicted cost in USD of the same run in batch mode (the providers' batch prices)."""
     judges: dict[str, JudgeEstimate] = Field(default_factory=dict)
     """Per judge spec."""
     notes: list[str] = Field(default_factory=list)
@@ -102,7 +106,7 @@ class Estimate(BaseModel):
         lines = [
             f"{self.samples} samples x {self.repeats} repeat(s): {self.calls} calls "
             f"({self.cached_calls} cached), {self.prompt_tokens} prompt + {self.completion_tokens} "
-            f"completion tokens, ${self.cost_usd:.4f}"
+            f"completion tokens, ${self.cost_usd:.4f} (${self.batch_cost_usd:.4f} with --batch)"
         ]
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -115,6 +119,7 @@ class _Cost:
     prompt: int = 0
     completion: int = 0
     cost: float = 0.0
+    batch_cost: float = 0.0
 
 
 @dataclass(slots=True)
@@ -219,6 +224,9 @@ class SampleEstimator:
         prices = getattr(judge.inner, "prices", None)
         if prices is not None and not judge.info.heuristic:
             acc.cost += cost_usd(prices, judge.info.provider, judge.info.model, prompt, completion)
+            acc.batch_cost += batch_cost_usd(
+                prices, judge.info.provider, judge.info.model, prompt, completion
+            )
 
 
 def _request_tokens(request: Any) -> int:
@@ -286,6 +294,7 @@ def estimate(
             acc.prompt += cost.prompt
             acc.completion += cost.completion
             acc.cost += cost.cost
+            acc.batch_cost += cost.batch_cost
     judges = {j.info.spec: j for j in estimator.judges()}
     for spec, acc in per.items():
         priced = _priced(judges[spec])
@@ -296,6 +305,7 @@ def estimate(
             prompt_tokens=acc.prompt,
             completion_tokens=acc.completion,
             cost_usd=acc.cost,
+            batch_cost_usd=acc.batch_cost,
             priced=priced,
         )
         if not priced:
@@ -308,6 +318,7 @@ def estimate(
     result.prompt_tokens = sum(j.prompt_tokens for j in result.judges.values())
     result.completion_tokens = sum(j.completion_tokens for j in result.judges.values())
     result.cost_usd = sum(j.cost_usd for j in result.judges.values())
+    result.batch_cost_usd = sum(j.batch_cost_usd for j in result.judges.values())
     if estimator.unestimated:
         result.notes.append(
             f"not estimated (no estimate for their judge calls): {', '.join(estimator.unestimated)}"

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ragmetrics.failure import ErrorRecord as ErrorRecord  # the one failure record, re-exported
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult, Usage
 
@@ -39,31 +40,6 @@ _FIELD_NAMES = frozenset(
     }
 )
 """The record's own fields and properties (the rest of :data:`RESERVED_NAMES` is read off the class)."""
-
-
-class ErrorRecord(BaseModel):
-    """Why a metric (or a whole row) has no score."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    metric: str | None = None
-    """The metric that failed; None when the whole row failed (bad input, skipped for budget)."""
-    status: str
-    """A result status (``invalid_input``, ``timeout``, ``rate_limited``, ``provider_error``,
-    ``judge_output_invalid``, ``truncated``), ``error`` (the metric raised) or ``skipped`` (budget)."""
-    message: str
-    """What failed and why, in words."""
-    type: str
-    """The exception class name (``JudgeError``, ``InvalidInputError``, ``NoScoreError``...)."""
-    traceback: str | None = None
-    """The formatted traceback, for unexpected exceptions."""
-    row: int | None = None
-    """The dataset row (0-based)."""
-    field: str | None = None
-    """The input field at fault, for bad input."""
-    usage: Usage = Field(default_factory=Usage)
-    """What the failed calls cost when no metric result carries it (a metric that raised a
-    ``JudgeError``, calls cut off by the sample's timeout); already in the record's ``usage``."""
 
 
 class ScoreSpread(BaseModel):

@@ -20,17 +20,17 @@ How a run goes:
 
 This module holds the pipeline and its run loop; the parts live beside it: metrics normalised and
 judges shared (``_metric_call``), one row's execution (``_execute``), failure records (``_failure``),
-the budget (``_budget``), run counters (``_run_state``), dataset input (``_inputs``) and what a run
-returns (``_results``).
+the budget (``_budget``), run counters (``_run_state``), dataset input (``_inputs``), the run loop
+shared with the suites (``_run_loop``) and what a run returns (``_results``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import math
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ragmetrics._aio import run_sync
@@ -43,6 +43,7 @@ from ragmetrics.pipeline._inputs import DuplicateIds, to_dataset, validate_all
 from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
 from ragmetrics.pipeline._metric_call import MetricCall, share_judges
 from ragmetrics.pipeline._results import EvaluationResults, PipelineEvent, PipelineRun
+from ragmetrics.pipeline._run_loop import run_bounded
 from ragmetrics.pipeline._run_state import RunState
 from ragmetrics.pipeline.dataset import Dataset, Row
 from ragmetrics.pipeline.progress import ProgressBar
@@ -63,13 +64,6 @@ __all__ = [
 # defined in private modules, documented here
 for _public in (EvaluationResults, PipelineEvent, PipelineRun, BudgetExceededError):
     _public.__module__ = __name__
-
-_DONE = object()
-
-
-@dataclass(frozen=True, slots=True)
-class _Abort:
-    exc: BaseException
 
 
 def _by_name(name: str) -> Any:
@@ -133,6 +127,7 @@ class EvaluationPipeline:
         progress: bool | None = None,
         callbacks: Sequence[Callable[[PipelineEvent], Any]] = (),
         columns: Mapping[str, str] | None = None,
+        batch: Any = False,
     ) -> None:
         if isinstance(metrics, (str, bytes)) or not isinstance(metrics, Sequence) or not metrics:
             raise ConfigError("EvaluationPipeline needs a non-empty list of metrics")
@@ -174,6 +169,16 @@ class EvaluationPipeline:
         self.callbacks = list(callbacks)
         self.columns = dict(columns or {})
         Dataset([], columns=self.columns)  # checks the mapping's field names now
+        self.batch = None
+        if batch is not False and batch is not None:
+            from ragmetrics.pipeline.batch import batch_options
+
+            self.batch = batch_options(batch)
+            if max_cost_usd is not None:
+                raise ConfigError(
+                    "EvaluationPipeline: max_cost_usd does not apply in batch mode (a batch is paid when it "
+                    "is submitted); check the price first with estimate(), which shows the batch price"
+                )
         self._needs_contexts = any(c.needs.contexts for c in self._calls)
         self._required = (
             ("answer",)
@@ -198,6 +203,20 @@ class EvaluationPipeline:
         """The metric names, in order."""
         return [c.name for c in self._calls]
 
+    def round_twin(self, *, quiet: bool) -> EvaluationPipeline:
+        """A real-time twin of this pipeline for one batch round: quiet, or with the user's events."""
+        return EvaluationPipeline(
+            self.metrics,
+            concurrency=self.concurrency,
+            timeout_per_sample_s=self.timeout_per_sample_s,
+            repeats=self.repeats,
+            raise_on_error=False if quiet else self.raise_on_error,
+            strict=self.strict,
+            progress=False if quiet else self.progress,
+            callbacks=() if quiet else self.callbacks,
+            columns=self.columns,
+        )
+
     # -- entry points --------------------------------------------------------------------------------
     async def evaluate(
         self,
@@ -221,6 +240,10 @@ class EvaluationPipeline:
             RagMetricsError: ``raise_on_error=True`` and a sample failed.
         """
         ds = self._dataset(dataset, questions, answers, contexts, references, ids, columns)
+        if self.batch is not None:
+            from ragmetrics.pipeline.batch import evaluate_in_batches
+
+            return await evaluate_in_batches(self, ds, self.batch)
         box: list[RunState] = []
         records: list[EvaluationResult] = []
         async for record in self._records(ds, box):
@@ -245,6 +268,10 @@ class EvaluationPipeline:
         Memory stays bounded whatever the dataset's length: rows are read lazily and only
         ``concurrency`` samples are in flight.
         """
+        if self.batch is not None:
+            raise ConfigError(
+                "EvaluationPipeline: stream() does not run in batch mode; use evaluate() or run()"
+            )
         ds = self._dataset(dataset, questions, answers, contexts, references, ids, columns)
         box: list[RunState] = []
         return PipelineRun(self._records(ds, box), box)
@@ -319,37 +346,36 @@ class EvaluationPipeline:
 
             estimator = SampleEstimator(self.metrics, repeats=self.repeats)
             state.budget_cond = asyncio.Condition()
-        rows = ds.rows()
-        out: asyncio.Queue[Any] = asyncio.Queue(maxsize=self.concurrency * 2)
-        workers = [
-            asyncio.create_task(self._worker(rows, out, state, estimator)) for _ in range(self.concurrency)
-        ]
-        closer = asyncio.create_task(self._close_when_done(workers, out))
+        executor = self._executor
+
+        async def one_row(row: Row) -> tuple[EvaluationResult, Any]:
+            if estimator is not None:
+                return await within_budget(executor, row, state, estimator)
+            return await executor.evaluate_row(row)
+
         beat = asyncio.create_task(self._heartbeat(state))
         ids = DuplicateIds()
         await self._emit(PipelineEvent(kind="start", done=0, total=total, stats=state.stats()))
         finished = False
         try:
-            while True:
-                item = await out.get()
-                if item is _DONE:
-                    break
-                if isinstance(item, _Abort):
-                    raise item.exc
-                record, exc = item
-                builder.add(record)
-                ids.add(record.id)
-                state.done += 1
-                state.tick()
-                if exc is not None and self.raise_on_error:
-                    raise exc
-                await self._emit(PipelineEvent(kind="record", done=state.done, total=total, record=record))
-                yield record
+            async with contextlib.aclosing(
+                run_bounded(ds.rows(), one_row, concurrency=self.concurrency)
+            ) as finished_rows:
+                async for record, exc in finished_rows:
+                    builder.add(record)
+                    ids.add(record.id)
+                    state.done += 1
+                    state.tick()
+                    if exc is not None and self.raise_on_error:
+                        raise exc
+                    await self._emit(
+                        PipelineEvent(kind="record", done=state.done, total=total, record=record)
+                    )
+                    yield record
             finished = True
         finally:
-            for task in (*workers, closer, beat):
-                task.cancel()
-            await asyncio.gather(*workers, closer, beat, return_exceptions=True)
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
             state.progress.close()
             await asyncio.shield(self._close_judges(judges))
         if finished:
@@ -374,33 +400,8 @@ class EvaluationPipeline:
         for judge in judges:
             await judge.aclose()
 
-    @staticmethod
-    async def _close_when_done(workers: Sequence[asyncio.Task[None]], out: asyncio.Queue[Any]) -> None:
-        try:
-            await asyncio.gather(*workers)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # a bug or a dataset read error: end the run with it
-            await out.put(_Abort(exc))
-            return
-        await out.put(_DONE)
-
     async def _emit(self, event: PipelineEvent) -> None:
         for cb in self.callbacks:
             out = cb(event)
             if inspect.isawaitable(out):
                 await out
-
-    async def _worker(
-        self, rows: Iterator[Row], out: asyncio.Queue[Any], state: RunState, estimator: Any
-    ) -> None:
-        executor = self._executor
-        while True:
-            row = next(rows, None)
-            if row is None:
-                return
-            if estimator is not None:
-                item = await within_budget(executor, row, state, estimator)
-            else:
-                item = await executor.evaluate_row(row)
-            await out.put(item)

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ragmetrics.errors import shorten
-from ragmetrics.regression.snapshot import SampleScore, SnapshotResult
+from ragmetrics.regression.snapshot_schema import SampleScore, SnapshotResult
 
 __all__ = ["CaseResult", "Violation", "judge_value"]
 

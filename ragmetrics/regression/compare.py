@@ -36,14 +36,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from numbers import Real
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import ConfigError
-
-if TYPE_CHECKING:
-    from ragmetrics.regression.snapshot import Snapshot, SnapshotResult
+from ragmetrics.regression.snapshot_schema import CORE_METRICS, Snapshot, SnapshotResult
 
 __all__ = [
     "CORE_METRICS",
@@ -58,8 +57,6 @@ __all__ = [
     "paired_test",
 ]
 
-CORE_METRICS = ("score", "cost_usd", "latency_ms")
-"""The metrics every result has; named quality metrics come on top."""
 DEFAULT_THRESHOLDS: dict[str, float | None] = {"score": -0.02, "cost_usd": 0.10, "latency_ms": 0.20}
 """Allowed relative change per metric: score may drop 2%, cost rise 10%, latency rise 20%."""
 DEFAULT_MIN_CHANGE: dict[str, float] = {"latency_ms": 20.0}
@@ -269,20 +266,19 @@ def compare_snapshots(
         ConfigError: A threshold names an unknown metric or is not a number; ``alpha`` is not in
             (0, 1); ``resamples`` is below 100.
     """
-    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0 < alpha < 1:
-        raise ConfigError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 100:
-        raise ConfigError(f"resamples must be an integer >= 100, got {resamples!r}")
-    named = {m for snap in (baseline, current) for r in snap.results for m in r.metrics}
-    known = named | set(DEFAULT_THRESHOLDS)
+    check_number(alpha, "alpha", "compare", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_int(resamples, "resamples", "compare", minimum=100)
+    known = {m for snap in (baseline, current) for r in snap.results for m in r.metrics} | set(
+        DEFAULT_THRESHOLDS
+    )
     limits = _resolve_thresholds(thresholds, known)
     floors = dict(DEFAULT_MIN_CHANGE)
     for key, value in (min_change or {}).items():
         if key not in known:
             raise ConfigError(f"min_change for unknown metric {key!r}; known: {', '.join(sorted(known))}")
-        if isinstance(value, bool) or not isinstance(value, Real) or not 0 <= value < math.inf:
-            raise ConfigError(f"min_change for {key!r} must be a finite number >= 0, got {value!r}")
-        floors[key] = float(value)
+        floors[key] = check_number(
+            value, f"min_change[{key!r}]", "compare", low=0.0, expected="a finite number >= 0"
+        )
     cur_names = {r.name for r in current.results}
     base_names = {r.name for r in baseline.results}
     diff = Diff(

@@ -8,66 +8,18 @@ render the same everywhere, and names, reasons and tracebacks pass through
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol
+from typing import Literal
 from xml.etree import ElementTree as ET
 
 from ragmetrics._terminal import printable
-from ragmetrics.regression.compare import MIN_PAIRS
-from ragmetrics.regression.snapshot import Delta, Diff
+from ragmetrics.regression.case_result import CaseResult
+from ragmetrics.regression.compare import MIN_PAIRS, Delta, Diff
 
-__all__ = ["CaseRow", "regression_message", "render_case_table", "render_diff", "render_junit_xml"]
+__all__ = ["regression_message", "render_case_table", "render_diff", "render_junit_xml"]
 
 Format = Literal["text", "markdown"]
 _VERDICTS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
 _NOT_GATED = "not gated (threshold None)"
-
-
-class CaseRow(Protocol):
-    """What the case table needs from a case result (``ragmetrics.regression.cases.CaseResult`` has it)."""
-
-    # read-only members, so that a model whose fields are narrower (a Literal outcome) still matches
-    @property
-    def name(self) -> str:
-        """The case's name."""
-        ...
-
-    @property
-    def outcome(self) -> str:
-        """``passed``, ``failed`` or ``error``."""
-        ...
-
-    @property
-    def score(self) -> float | None:
-        """The case's score, if any."""
-        ...
-
-    @property
-    def cost_usd(self) -> float | None:
-        """What the case cost, if known."""
-        ...
-
-    @property
-    def latency_ms(self) -> float | None:
-        """How long the case took."""
-        ...
-
-    @property
-    def latency_measured(self) -> bool:
-        """Whether the latency was measured (not reported by the case)."""
-        ...
-
-    @property
-    def traceback(self) -> str | None:
-        """The traceback of an errored case."""
-        ...
-
-    def reasons(self) -> list[str]:
-        """Why the case did not pass."""
-        ...
-
-    def describe(self) -> str:
-        """Values, bounds and reasons, a few lines."""
-        ...
 
 
 def _score(value: float | None) -> str:
@@ -98,7 +50,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], fmt: Format, ri
     return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
 
 
-def _summary(results: Sequence[CaseRow]) -> str:
+def _summary(results: Sequence[CaseResult]) -> str:
     counts = {k: sum(r.outcome == k for r in results) for k in ("passed", "failed", "error")}
     parts = [
         f"{n} {k}" if k != "error" else f"{n} error{'s' if n != 1 else ''}" for k, n in counts.items() if n
@@ -107,7 +59,11 @@ def _summary(results: Sequence[CaseRow]) -> str:
 
 
 def render_case_table(
-    results: Sequence[CaseRow], *, fmt: Format = "text", duration_s: float | None = None, details: bool = True
+    results: Sequence[CaseResult],
+    *,
+    fmt: Format = "text",
+    duration_s: float | None = None,
+    details: bool = True,
 ) -> str:
     """A table of case, score, cost, latency and verdict, then why each failing case failed.
 
@@ -270,7 +226,7 @@ def render_diff(
 
 
 def render_junit_xml(
-    results: Sequence[CaseRow],
+    results: Sequence[CaseResult],
     *,
     suite: str = "ragmetrics",
     duration_s: float | None = None,

@@ -225,7 +225,9 @@ def test_old_mac_line_endings_still_read_and_a_latin1_json_file_is_one_usage_lin
     mac.write_bytes(b'id,answer,contexts\rr0,"two\rlines",ctx\rr1,One.,ctx\r')
     assert [(r.id, r.answer) for r in map(to_sample, Dataset(mac))] == [("r0", "two\rlines"), ("r1", "One.")]
     single = tmp_path / "latin1.json"
-    single.write_bytes(json.dumps([{"answer": "Café"}], ensure_ascii=False).encode("latin-1"))
+    single.write_bytes(
+        json.dumps([{"answer": "Café", "reference": "Café"}], ensure_ascii=False).encode("latin-1")
+    )
     assert main(["eval", str(single), "--judge", "offline", "--quiet"]) == 2
     assert "byte e9 at byte offset 16 is not valid UTF-8" in capsys.readouterr().err
     assert main(["eval", str(single), "--metrics", "exact_match", "--quiet", "--encoding", "latin-1"]) == 0

@@ -188,3 +188,24 @@ def test_negate_is_one_minus_score(a, b):
         else:
             assert negated.score == pytest.approx(1.0 - plain.score)
             assert negated.passed == (negated.score >= negated.threshold)
+
+
+def test_one_evaluator_table_the_others_are_read_from_it():
+    from ragmetrics.metrics import BUILTIN_METRICS, BY_NAME, RAG_METRICS, metric_from_name
+    from ragmetrics.metrics.evaluators.factory import PRIMARY_OPTION
+
+    assert {n: c for n, c in BUILTIN_METRICS.items() if n not in RAG_METRICS} == dict(EVALUATOR_TYPES)
+    by_name = {"exact_match", "contains", "json_validity", "json_match", "html_validation"}
+    by_name |= {"rouge", "bleu", "f1", "levenshtein"}
+    assert set(BY_NAME) == set(RAG_METRICS) | by_name
+    assert dict(PRIMARY_OPTION) == {
+        "regex": "pattern",
+        "custom": "function",
+        "llm_rubric": "rubric",
+        "g_eval": "criteria",
+    }
+    assert {n for n, c in EVALUATOR_TYPES.items() if c.judged} == {"llm_judge", "llm_rubric", "g_eval"}
+    assert metric_from_name("rouge", threshold=0.4).threshold == 0.4
+    assert metric_from_name("contains", threshold=0.4).threshold == 0.9, "a fixed pass mark stays"
+    with pytest.raises(ConfigError, match="unknown metric 'regex'"):
+        metric_from_name("regex")

@@ -50,7 +50,8 @@ async def test_exact_match_sync_twin_inside_a_running_loop():
 async def test_evaluate_sample_maps_answer_reference_question():
     sample = Sample(question="q?", answer="Paris", reference="paris")
     assert (await ExactMatchEvaluator.case_insensitive().evaluate_sample(sample)).passed
-    assert (await ExactMatchEvaluator().evaluate_sample(Sample(answer="x"))).score == 0.0
+    with pytest.raises(InvalidInputError, match="field 'reference' must be a non-empty string"):
+        await ExactMatchEvaluator().evaluate_sample(Sample(answer="x"))  # no silent 0 (issue 13)
 
 
 async def test_wrong_argument_types_raise_invalid_input():

@@ -19,7 +19,8 @@ This module owns the small, dependency-free language toolkit of ragmetrics:
   that ``1,000`` and ``1000`` or ``two`` and ``2`` compare equal;
 * :data:`NEGATION_CUES` / :func:`negation_cues` and :data:`ANTONYMS` for mismatch flags.
 
-It imports nothing from ragmetrics.
+Stopwords live in :mod:`.stopwords` and sentences in :mod:`.sentences` (re-exported here); none of
+the three imports anything else from ragmetrics.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from ragmetrics.judge.offline.sentences import sentence_spans, split_sentences
+from ragmetrics.judge.offline.stopwords import STOPWORDS, content_tokens, guess_language, stopwords_for
 
 __all__ = [
     "ANTONYMS",
@@ -179,225 +183,6 @@ def stem(token: str) -> str:
 def stems(tokens: Iterable[str]) -> list[str]:
     """:func:`stem` applied to each token."""
     return [stem(t) for t in tokens]
-
-
-# --------------------------------------------------------------------------------------------------
-# Stopwords (shipped here; no nltk corpus)
-
-_EN = """
-a about above across after afterwards again against all almost along already also although always am
-among amongst an and another any anybody anyhow anyone anything anyway anywhere are around as at be
-became because become becomes been before being below beside besides between both but by can could
-did do does doing done down during each either else etc even ever every everyone everything for from
-further get gets got had has have having he her here hers herself him himself his how however i if in
-into is it its itself just let may me might mine more most much must my myself neither nor of off
-often on once one only onto or other others otherwise our ours ourselves out over own per perhaps
-quite rather really same shall she should so some somehow something sometimes somewhat such than that
-the their theirs them themselves then there thereby therefore these they this those though through
-thus to too toward towards under until up upon us very via was we well were what whatever when
-whenever where whereas wherever whether which while who whoever whom whose why will with within
-would yes yet you your yours yourself yourselves oh ok okay yeah yep hi hello hey um uh like lot lots
-s t d ll m re ve 's 're 've 'll 'd 'm i'm i've i'd i'll you're you've you'd you'll he's she's it's
-we're we've we'd we'll
-they're they've they'd they'll that's there's here's what's who's let's isn't aren't wasn't weren't
-don't doesn't didn't haven't hasn't hadn't won't wouldn't can't cannot couldn't shouldn't mustn't
-also many several various certain thing things way ways kind sort make makes made say says said
-know think thought sure actually probably maybe definitely basically pretty not no never
-especially particularly eventually usually typically generally mostly commonly currently recently
-originally finally simply still even already almost nearly approximately roughly mainly largely
-primarily certainly indeed
-"""
-_FR = """
-le la les un une des du de d l au aux et ou mais donc or ni car que qu qui quoi dont où ce cet cette
-ces ceci cela ça il elle ils elles on nous vous je j tu me m te se s lui leur leurs son sa ses mon ma
-mes ton ta tes notre nos votre vos est sont était étaient être été a ont avait avaient avoir eu fait
-dans sur sous par pour avec sans en y ne pas plus très aussi comme si tout tous toute toutes
-"""
-_DE = """
-der die das den dem des ein eine einer eines einem einen und oder aber doch sondern denn dass daß
-ist sind war waren sein gewesen hat haben hatte hatten wird werden wurde wurden im in am an auf aus
-bei mit nach von vor zu zum zur über unter für durch um als auch noch nur schon sehr so wie wenn ob
-er sie es wir ihr ich du man sich nicht kein keine dieser diese dieses jener welche welcher
-"""
-_ES = """
-el la los las un una unos unas de del al y o pero que qué quien cual cuyo en por para con sin sobre
-es son era eran ser sido fue fueron ha han había haber se su sus lo le les me te nos mi tu muy más
-también como si este esta estos estas ese esa eso no ya
-"""
-_IT = """
-il lo la i gli le un uno una di del della dei delle degli al alla ai e ed o ma che chi cui in da
-con su per tra fra è sono era erano essere stato stata ha hanno aveva avere si suo sua suoi sue
-mio mia non più molto anche come se questo questa quello quella
-"""
-_PT = """
-o a os as um uma uns umas de do da dos das no na nos nas ao aos e ou mas que quem em por para com
-sem sobre é são era eram ser foi foram tem têm ter se seu sua seus suas não mais muito também como
-este esta isso isto esse essa
-"""
-_NL = """
-de het een en of maar dat die dit deze in op aan van voor met door bij naar uit om als ook nog niet
-geen is zijn was waren wordt worden werd hebben heeft had ik jij je hij zij ze wij we jullie u er
-"""
-
-_LANG_STOPWORDS: dict[str, frozenset[str]] = {
-    lang: frozenset(words.split())
-    for lang, words in (
-        ("en", _EN),
-        ("fr", _FR),
-        ("de", _DE),
-        ("es", _ES),
-        ("it", _IT),
-        ("pt", _PT),
-        ("nl", _NL),
-    )
-}
-STOPWORDS: frozenset[str] = _LANG_STOPWORDS["en"]
-"""English function words (case-folded, straight apostrophes); other languages via :func:`content_tokens`."""
-
-
-def guess_language(tokens: Sequence[str]) -> str:
-    """Guess the language of case-folded ``tokens`` from function-word hits: ``en``, ``fr``, ``de``, ...
-
-    Returns ``en`` unless another shipped list matches clearly more tokens. Only used to choose
-    stopwords; it is not a language identifier.
-    """
-    if not tokens:
-        return "en"
-    best, best_hits = "en", sum(t in _LANG_STOPWORDS["en"] for t in tokens)
-    for lang, words in _LANG_STOPWORDS.items():
-        if lang == "en":
-            continue
-        hits = sum(t in words for t in tokens)
-        if hits > best_hits * 1.2 + 1:
-            best, best_hits = lang, hits
-    return best
-
-
-def stopwords_for(language: str) -> frozenset[str]:
-    """English stopwords plus those of ``language`` (when shipped)."""
-    if language == "en" or language not in _LANG_STOPWORDS:
-        return STOPWORDS
-    return STOPWORDS | _LANG_STOPWORDS[language]
-
-
-def content_tokens(
-    tokens: Sequence[str], language: str | None = None, *, keep: frozenset[str] = frozenset()
-) -> list[str]:
-    """``tokens`` without stopwords (of English and of the guessed or given language).
-
-    Single letters and hiragana (Japanese particles and endings) never pass; numbers, other single
-    CJK characters and the words in ``keep`` always do.
-    """
-    stop = stopwords_for(language or guess_language(tokens))
-    return [
-        t
-        for t in tokens
-        if t in keep
-        or (t not in stop and (len(t) > 1 or t.isdigit() or not (t.isascii() or _HIRAGANA.fullmatch(t))))
-    ]
-
-
-_HIRAGANA = re.compile("[\u3040-\u309f]+")
-
-
-# --------------------------------------------------------------------------------------------------
-# Sentences
-
-_ABBREVIATIONS = frozenset(
-    """
-    e.g i.e etc vs al approx ca cf dr mr mrs ms prof sr jr st mt no nos fig figs vol pp ed eds inc ltd co
-    corp jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n a.m p.m ph.d op est resp dept gen
-    col lt sgt rev hon
-    """.split()
-)
-_TERMINATOR = re.compile(r"[.!?…]+|[。！？]+|\n")
-_CLOSERS = re.compile(r"[\"')\]»”’]*(?:\s*\[\d+(?:[,\-–]\s*\d+)*\])*[.!?]?")
-_WORD_BEFORE = re.compile(r"([\w.]+)$")
-
-
-def _is_abbreviation(text: str, dot: int) -> bool:
-    """True when the ``.`` at ``dot`` ends an abbreviation, an initial or a list number."""
-    m = _WORD_BEFORE.search(text, max(0, dot - 40), dot)
-    if not m:
-        return False
-    word = m.group(1).casefold().rstrip(".")
-    if word in _ABBREVIATIONS:
-        return True
-    if len(word) == 1 and word.isalpha() and text[m.start(1)].isupper():
-        return True  # an initial: "J. K. Rowling"
-    if re.fullmatch(r"(?:[a-z]\.)+[a-z]", word):
-        return True  # "U.S", "e.g"
-    return False
-
-
-def _soft_line_break(text: str, at: int) -> bool:
-    """True for a single line break inside running text (lower-case or comma on both sides)."""
-    before = text[:at].rstrip(" \t")
-    after = text[at + 1 :].lstrip(" \t")
-    if not before or not after or after[0] == "\n":
-        return False
-    return (before[-1].islower() or before[-1] in ",;") and after[0].islower()
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` offsets of the sentences of ``text``; each ``text[start:end]`` is stripped.
-
-    Splits after ``. ! ? …`` (followed by whitespace or the end, or glued to a capitalised word after
-    a lower-case one: ``not.However``), after ``。！？`` and at line breaks (a single line break
-    between lower-case words is read as wrapped text). A full stop does not split after an
-    abbreviation (``e.g.``, ``Dr.``), an initial, or inside a number (``3.5``). Closing quotes and
-    citation markers (``[1]``, ``[2, 3]``) after the terminator stay with their sentence.
-    """
-    spans: list[tuple[int, int]] = []
-    start = 0
-    n = len(text)
-    for m in _TERMINATOR.finditer(text):
-        if m.start() < start:
-            continue  # inside closers already given to the previous sentence
-        end = m.end()
-        mark = m.group()
-        if mark == "\n":
-            if _soft_line_break(text, m.start()):
-                continue
-        elif mark[0] in ".!?…":
-            glued = (  # "...or not.However" (a lost space): lower-case word, stop, capitalised word
-                end + 1 < n
-                and text[end].isupper()
-                and text[end + 1].islower()
-                and m.start() >= 2
-                and text[m.start() - 2 : m.start()].isalpha()
-                and text[m.start() - 1].islower()
-            )
-            if end < n and not text[end].isspace() and text[end] not in "\"')]»”’[" and not glued:
-                continue  # "3.5", "example.com", "a.b"
-            if mark == "." and _is_abbreviation(text, m.start()):
-                continue
-            closers = _CLOSERS.match(text, end)
-            if closers:
-                end = closers.end()
-            if end < n and not text[end].isspace() and not glued:
-                continue
-        _add_span(text, start, end, spans)
-        start = end
-    _add_span(text, start, n, spans)
-    return spans
-
-
-def _add_span(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if end > start and any(ch.isalnum() for ch in text[start:end]):
-        spans.append((start, end))
-    elif end > start and spans and spans[-1][1] <= start:
-        # stray punctuation or a lone marker: glue it to the previous sentence
-        spans[-1] = (spans[-1][0], end)
-
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of ``text``, each an exact (stripped) substring of it; see :func:`sentence_spans`."""
-    return [text[s:e] for s, e in sentence_spans(text)]
 
 
 # --------------------------------------------------------------------------------------------------

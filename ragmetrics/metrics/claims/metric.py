@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from ragmetrics._aio import run_sync
 from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, JudgeError, NoScoreError
+from ragmetrics.failure import failure_from
 from ragmetrics.judge import Judge
 from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at
@@ -37,7 +38,7 @@ from ragmetrics.metrics.claims.engine import (
 from ragmetrics.metrics.claims.schemas import ClaimExtraction
 from ragmetrics.prompting import load_prompt
 from ragmetrics.sample import Sample
-from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, spent_by
+from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage
 
 __all__ = ["ClaimMetric", "ClaimScore", "Found", "describe_claim", "verified_edge"]
 
@@ -270,8 +271,9 @@ class ClaimMetric(JudgeHolder):
         try:
             outcome = await run_claims(judge, plan(sample, self.task, self.context_budget_tokens, repeat))
         except JudgeError as exc:  # what the failed calls cost stays on the result
-            failed = ClaimScore(score=None, status=exc.status, message=str(exc))
-            return self._result(failed, started, usage=spent_by(exc))
+            fields = failure_from(exc, metric=self.name).result_fields()
+            failed = ClaimScore(score=None, status=fields["status"], message=fields["message"])
+            return self._result(failed, started, usage=fields["usage"])
         found = _found(sample, outcome)
         return self._result(self.scoring(found), started, usage=outcome.usage, found=found.claims)
 

@@ -30,11 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_field, check_flag
 from ragmetrics._version import __version__
-from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError
+from ragmetrics.errors import InvalidInputError, JudgeError
+from ragmetrics.failure import failure_from
 from ragmetrics.metrics.base import Needs, check_threshold
 from ragmetrics.sample import Sample, check_text
-from ragmetrics.score import STATUSES, JudgeInfo, MetricResult, Status, Usage, spent_by
+from ragmetrics.score import JudgeInfo, MetricResult, Status, Usage
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -84,34 +86,21 @@ def package_version() -> str:
     return __version__
 
 
-def check_flag(value: object, option: str, owner: str) -> bool:
-    """Validate a boolean option at construction time.
+def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None, *, usage: Usage | None = None) -> Scored:
+    """A judge (or embedding provider) failure as a result without a score: status, message, usage spent.
 
-    Raises:
-        ConfigError: ``value`` is not a bool.
+    Args:
+        exc: The failure.
+        judge: The judge that failed.
+        usage: What the whole evaluation spent, when more than the failed call (earlier steps).
     """
-    if not isinstance(value, bool):
-        raise ConfigError(f"{owner}: {option} must be true or false, got {value!r}")
-    return value
-
-
-def judge_failure(exc: JudgeError, judge: JudgeInfo | None = None) -> Scored:
-    """A judge (or embedding provider) failure as a result without a score: status, message, usage spent."""
-    # a user's own judge may raise a JudgeError with a status of its own: not one a result may carry
-    status: Status = exc.status if exc.status in STATUSES else "provider_error"
-    return Scored(
-        score=None,
-        status=status,
-        message=str(exc),
-        judge=judge,
-        usage=spent_by(exc),
-    )
+    return Scored(score=None, judge=judge, **failure_from(exc, usage=usage).result_fields())
 
 
 def _check_text(value: object, field_name: str, owner: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidInputError(field_name, "a string", value, detail=f"evaluator {owner}")
-    return check_text(value, field_name)
+    return check_text(
+        check_field(value, field_name, str, "a string", detail=f"evaluator {owner}"), field_name
+    )
 
 
 class Evaluator:
@@ -129,9 +118,18 @@ class Evaluator:
     name: ClassVar[str] = "evaluator"
     """Snake_case type name used in config files, reports and the CLI."""
     needs: ClassVar[Needs] = Needs()
-    """What the evaluator reads from a sample (see :class:`~ragmetrics.metrics.base.Needs`)."""
+    """What the evaluator reads from a sample (see :class:`~ragmetrics.metrics.base.Needs`). With
+    ``reference=True`` it compares the output with a reference, so a sample (or suite case) without one
+    cannot be scored: it gets status ``invalid_input`` naming the field, never a silent 0."""
     structured_reference: ClassVar[bool] = False
     """Whether ``reference`` may be a parsed JSON value instead of a string (``json_match``)."""
+    by_name: ClassVar[bool] = False
+    """Whether its name alone builds it (``--metrics rouge``, ``evaluate(metrics=["rouge"])``): it
+    needs no option beyond a threshold, no judge and no embedder."""
+    primary_option: ClassVar[str | None] = None
+    """The constructor argument a config entry may give as ``value`` (``regex``: ``pattern``)."""
+    judged: ClassVar[bool] = False
+    """Whether it asks an LLM judge (and so takes the judge settings as config options)."""
     _inline_chars: ClassVar[int] = INLINE_CHARS
     """Largest input :meth:`_score` scores on the event loop; -1 sends every input to a thread."""
 
@@ -186,8 +184,38 @@ class Evaluator:
         return run_sync(self.evaluate(prediction, reference, input))
 
     async def evaluate_sample(self, sample: Sample) -> MetricResult:
-        """Score a :class:`~ragmetrics.sample.Sample`: its answer against its reference and question."""
+        """Score a :class:`~ragmetrics.sample.Sample`: its answer against its reference and question.
+
+        Raises:
+            InvalidInputError: The evaluator needs a reference (``needs.reference``) and the sample has
+                none, or only whitespace (the pipeline records it as status ``invalid_input``).
+        """
+        missing = self.missing_reference(sample.reference, row=sample.id)
+        if missing is not None:
+            raise missing
         return await self.evaluate(sample.answer, sample.reference or "", sample.question or "")
+
+    def missing_reference(
+        self, reference: Any, *, field: str = "reference", row: int | str | None = None
+    ) -> InvalidInputError | None:
+        """The error for a missing reference: this evaluator needs one and ``reference`` is None or blank.
+
+        Args:
+            reference: The sample's reference (a suite case's expected value).
+            field: The field's name where it comes from (``reference``; ``expected`` in a suite).
+            row: The sample's id or row, for the message.
+        """
+        if not self.needs.reference:
+            return None
+        if reference is not None and not (isinstance(reference, str) and not reference.strip()):
+            return None
+        kind = "value" if self.structured_reference else "string"
+        return InvalidInputError(
+            field,
+            f"a non-empty {kind} for {self.name}",
+            row=row,
+            detail=f"{self.name} compares the answer with the {field}: give it one, or leave {self.name} out",
+        )
 
     # -- for subclasses ----------------------------------------------------------------------------
 
@@ -275,6 +303,9 @@ class GradedEvaluator(Evaluator):
 
     ``rouge``, ``bleu``, ``levenshtein`` and ``f1`` take exactly these options.
     """
+
+    by_name = True
+    needs = Needs(reference=True)
 
     def __init__(
         self,

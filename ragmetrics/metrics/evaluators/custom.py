@@ -35,11 +35,12 @@ import inspect
 import json
 import math
 import numbers
-import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ragmetrics._check import check_int, check_seconds
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
+from ragmetrics.failure import failure_from
 from ragmetrics.metrics.evaluators._js_pool import JsOutcome, shared_pool
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator, Scored
 
@@ -123,6 +124,7 @@ class CustomEvaluator(Evaluator):
     """
 
     name = "custom"
+    primary_option = "function"
 
     def __init__(
         self,
@@ -139,16 +141,8 @@ class CustomEvaluator(Evaluator):
                 "(return 1 - score)"
             )
         super().__init__(threshold=threshold)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
-            raise ConfigError(f"custom: timeout must be a number of seconds in (0, 60], got {timeout!r}")
-        if (
-            isinstance(memory_limit_mb, bool)
-            or not isinstance(memory_limit_mb, int)
-            or not 1 <= memory_limit_mb <= 1024
-        ):
-            raise ConfigError(
-                f"custom: memory_limit_mb must be an integer in [1, 1024], got {memory_limit_mb!r}"
-            )
+        check_seconds(timeout, "timeout", "custom")
+        check_int(memory_limit_mb, "memory_limit_mb", "custom", minimum=1, maximum=1024)
         self.timeout = float(timeout)
         self.memory_limit_mb = memory_limit_mb
         if isinstance(function, str):
@@ -190,11 +184,12 @@ class CustomEvaluator(Evaluator):
             try:
                 value = await self._call_python(prediction)
             except Exception as exc:  # noqa: BLE001 - the user's function failing is data, not a crash
+                failure = failure_from(exc, traceback=True)
                 return Scored(
                     score=None,
                     status="invalid_input",
-                    message=f"custom: the function raised {type(exc).__name__}: {shorten(str(exc), 300)}",
-                    details={"traceback": shorten("".join(traceback.format_exception(exc)), 4000)},
+                    message=f"custom: the function raised {failure.type}: {shorten(str(exc), 300)}",
+                    details={"traceback": shorten(failure.traceback or "", 4000)},
                 )
         score, details, problem = _coerce(value)
         if problem is not None or score is None:

@@ -27,8 +27,9 @@ import zlib
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ragmetrics._check import check_int, check_option_text
 from ragmetrics.errors import ConfigError, JudgeError, MissingDependencyError, redact
-from ragmetrics.metrics.base import check_threshold
+from ragmetrics.metrics.base import Needs, check_threshold
 from ragmetrics.metrics.evaluators._embedding_cache import CachingEmbedder, EmbeddingCountError
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator, Scored, judge_failure
 from ragmetrics.score import Usage
@@ -75,10 +76,8 @@ class FakeEmbeddings:
     """
 
     def __init__(self, dim: int = 256, ngram: int = 3) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
-            raise ConfigError(f"FakeEmbeddings: dim must be an integer >= 2, got {dim!r}")
-        if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 1:
-            raise ConfigError(f"FakeEmbeddings: ngram must be an integer >= 1, got {ngram!r}")
+        check_int(dim, "dim", "FakeEmbeddings", minimum=2)
+        check_int(ngram, "ngram", "FakeEmbeddings", minimum=1)
         self.dim = dim
         self.ngram = ngram
 
@@ -177,8 +176,7 @@ class OpenAIEmbeddings:
         max_retries: int = 2,
         client: Any = None,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigError(f"OpenAIEmbeddings: model must be a non-empty string, got {model!r}")
+        check_option_text(model, "model", "OpenAIEmbeddings")
         self.model = model
         # OPENAI_BASE_URL is read here (through settings), not left to the SDK: the URL names the vectors
         self.base_url = base_url if base_url is not None else base_url_from_env("openai")
@@ -408,6 +406,7 @@ class EmbeddingDistanceEvaluator(Evaluator):
     """
 
     name = "cosine_similarity"
+    needs = Needs(reference=True)
 
     def __init__(
         self,
@@ -420,8 +419,7 @@ class EmbeddingDistanceEvaluator(Evaluator):
     ) -> None:
         check_threshold(threshold, self.name)
         super().__init__(threshold=threshold, negate=negate)
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-            raise ConfigError(f"{self.name}: cache_size must be an integer >= 0, got {cache_size!r}")
+        check_int(cache_size, "cache_size", self.name, minimum=0)
         inner = resolve_embedder(embeddings)
         self.cache_size = cache_size
         if isinstance(inner, CachingEmbedder):

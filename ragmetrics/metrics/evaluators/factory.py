@@ -106,14 +106,15 @@ EVALUATOR_TYPES: Mapping[str, type[Evaluator]] = MappingProxyType(
         )
     }
 )
-"""Type name -> evaluator class, for config files (a fixed table, not a registry)."""
+"""Type name -> evaluator class: the one table of evaluators (a fixed table, not a registry).
+
+What each needs is data on its class (``by_name``, ``primary_option``, ``judged``); the metric
+table (:data:`ragmetrics.metrics.BUILTIN_METRICS`) and the suites read it from here."""
 
 PRIMARY_OPTION: Mapping[str, str] = MappingProxyType(
-    {"regex": "pattern", "custom": "function", "llm_rubric": "rubric", "g_eval": "criteria"}
+    {name: cls.primary_option for name, cls in EVALUATOR_TYPES.items() if cls.primary_option}
 )
-"""Types whose main argument may also be given as ``value`` in config."""
-
-_JUDGED = (LLMJudgeEvaluator, LLMRubricEvaluator, GEvalEvaluator)
+"""Types whose main argument may also be given as ``value`` in config (from ``primary_option``)."""
 
 
 def _judge_setting_names() -> frozenset[str]:
@@ -130,7 +131,7 @@ def evaluator_options(type_name: str) -> tuple[str, ...]:
     cls = _lookup(type_name)
     params = inspect.signature(cls.__init__).parameters
     names = {n for n, p in params.items() if n != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD}
-    if issubclass(cls, _JUDGED):
+    if cls.judged:
         names |= _judge_setting_names()
     if type_name in PRIMARY_OPTION:
         names.add("value")
@@ -154,7 +155,7 @@ def make_evaluator(type_name: str, **config: Any) -> Evaluator:
     """Build an evaluator from its type name and config options.
 
     Args:
-        type_name: One of the 15 names in :data:`EVALUATOR_TYPES`.
+        type_name: One of the names in :data:`EVALUATOR_TYPES`.
         **config: Constructor options (``threshold``, ``case_sensitive``, ``negate``, ``pattern``,
             ``llm``, ...). For regex, custom, llm_rubric and g_eval the main argument may be given as
             ``value``.

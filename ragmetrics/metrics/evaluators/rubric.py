@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_option_text
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
 from ragmetrics.judge.base import ModelT
@@ -68,8 +69,7 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 def _check_criterion(text: object, option: str, owner: str) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"{owner}: {option} must be a non-empty string, got {text!r}")
+    text = check_option_text(text, option, owner)
     unknown = sorted({m.group(1) for m in _PLACEHOLDER.finditer(text)} - {"output", "input"})
     if unknown:
         raise ConfigError(
@@ -103,6 +103,7 @@ def _messages(system: Prompt, user: str) -> tuple[Message, ...]:
 class _JudgedEvaluator(Evaluator, JudgeHolder):
     """Judge resolution (lazy, cached), sharing with the pipeline, and the sync twin that closes clients."""
 
+    judged = True
     _prompt_ids: tuple[str, ...] = ()
     needs = Needs(judge=True, shares_judge=True)
 
@@ -281,6 +282,7 @@ class LLMRubricEvaluator(_JudgedEvaluator):
     """
 
     name = "llm_rubric"
+    primary_option = "rubric"
     _prompt_ids = ("rubric/system.v1", "rubric/grade.v1")
 
     def __init__(
@@ -350,6 +352,7 @@ class GEvalEvaluator(_JudgedEvaluator):
     """
 
     name = "g_eval"
+    primary_option = "criteria"
     _prompt_ids = ("g_eval/system.v1", "g_eval/steps.v1", "g_eval/grade.v1")
 
     def __init__(
@@ -455,14 +458,7 @@ class GEvalEvaluator(_JudgedEvaluator):
             note_unclaimed(usage)
             raise
         except JudgeError as exc:
-            failed = judge_failure(exc, info)
-            return Scored(
-                score=None,
-                status=failed.status,
-                message=failed.message,
-                usage=usage + spent_by(exc),
-                judge=info,
-            )
+            return judge_failure(exc, info, usage=usage + spent_by(exc))
         usage = usage + reply.usage
         value = reply.value
         verdict = "passes" if value.passed else "fails"

@@ -36,6 +36,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.metrics.base import Needs
 from ragmetrics.metrics.evaluators._json_numbers import NUMBERS, exact_decoder, json_type, loads_exact, shown
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, FIXED_PASS_MARK, Evaluator, Scored
 
@@ -169,6 +170,7 @@ class JsonValidityEvaluator(Evaluator):
     """
 
     name = "json_validity"
+    by_name = True
 
     def __init__(
         self, *, negate: bool = False, max_chars: int = MAX_CHARS, max_depth: int = MAX_DEPTH
@@ -246,6 +248,8 @@ class JsonMatchEvaluator(Evaluator):
     """
 
     name = "json_match"
+    by_name = True
+    needs = Needs(reference=True)
     structured_reference = True
 
     def __init__(
@@ -429,6 +433,7 @@ class HtmlValidationEvaluator(Evaluator):
     """
 
     name = "html_validation"
+    by_name = True
 
     def __init__(
         self,

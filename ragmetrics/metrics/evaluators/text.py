@@ -33,7 +33,9 @@ from typing import Any
 import regex
 from rapidfuzz.distance import Levenshtein
 
+from ragmetrics._check import check_int, check_seconds, config_error
 from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.metrics.base import Needs
 from ragmetrics.metrics.evaluators.base import (
     FIXED_PASS_MARK,
     Evaluator,
@@ -82,6 +84,8 @@ class ExactMatchEvaluator(Evaluator):
     """
 
     name = "exact_match"
+    by_name = True
+    needs = Needs(reference=True)
 
     def __init__(self, *, case_sensitive: bool = True, negate: bool = False) -> None:
         super().__init__(threshold=BINARY_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
@@ -120,6 +124,8 @@ class ContainsEvaluator(Evaluator):
     """
 
     name = "contains"
+    by_name = True
+    needs = Needs(reference=True)
 
     def __init__(self, *, case_sensitive: bool = False, negate: bool = False) -> None:
         super().__init__(threshold=FIXED_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
@@ -238,6 +244,7 @@ class RegexMatchEvaluator(Evaluator):
     """
 
     name = "regex"
+    primary_option = "pattern"
     _inline_chars = -1  # always on a worker thread: even a short output can backtrack until the timeout
 
     def __init__(
@@ -251,11 +258,9 @@ class RegexMatchEvaluator(Evaluator):
     ) -> None:
         super().__init__(threshold=BINARY_PASS_MARK, case_sensitive=case_sensitive, negate=negate)
         if not isinstance(pattern, str):
-            raise ConfigError(f"regex: pattern must be a string, got {type(pattern).__name__} {pattern!r}")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
-            raise ConfigError(f"regex: timeout must be a number of seconds in (0, 60], got {timeout!r}")
-        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-            raise ConfigError(f"regex: max_chars must be an integer >= 1, got {max_chars!r}")
+            raise config_error("regex", "pattern", "a string", pattern)
+        check_seconds(timeout, "timeout", "regex")
+        check_int(max_chars, "max_chars", "regex", minimum=1)
         flags = 0 if case_sensitive else regex.IGNORECASE
         _check_pattern_size(pattern, flags)
         try:

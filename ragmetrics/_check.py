@@ -1,0 +1,186 @@
+"""The input validators: one message format for a bad setting and one for a bad sample field.
+
+A setting (a constructor argument, a run option) that is wrong raises
+:class:`~ragmetrics.errors.ConfigError` as ``<owner>: <option> must be <expected>, got <value>[; <what
+to do>]``; a sample field that is wrong raises :class:`~ragmetrics.errors.InvalidInputError`, whose
+message is ``row <row>: field '<field>' must be <expected>, got <type> <value> (<what to do>)``. Every
+hand-written ``isinstance`` check that used to build one of these messages goes through here, so the
+rules (``True`` is not an integer, NaN is not a number, long values are cut in the middle) hold
+everywhere alike.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+from typing import Any
+
+from ragmetrics.errors import ConfigError, InvalidInputError, shorten
+
+__all__ = [
+    "check_field",
+    "check_flag",
+    "check_int",
+    "check_number",
+    "check_option_text",
+    "check_seconds",
+    "config_error",
+]
+
+
+def config_error(
+    owner: str, option: str, expected: str, got: object, *, hint: str | None = None
+) -> ConfigError:
+    """The error for a bad setting: ``owner: option must be expected, got value[; hint]``.
+
+    Args:
+        owner: What the setting belongs to (``regex``, ``EvaluationPipeline``, ``run_suite``).
+        option: The setting's name.
+        expected: What it must be, as a noun phrase (``an integer >= 1``).
+        got: The value given (shown as its ``repr``, cut in the middle when long).
+        hint: What to do about it.
+    """
+    text = f"{owner}: {option} must be {expected}, got {shorten(repr(got), 120)}"
+    return ConfigError(f"{text}; {hint}" if hint else text)
+
+
+def check_flag(value: object, option: str, owner: str) -> bool:
+    """``value`` if it is a bool.
+
+    Raises:
+        ConfigError: Anything else (``1`` and ``"yes"`` included).
+    """
+    if not isinstance(value, bool):
+        raise config_error(owner, option, "true or false", value)
+    return value
+
+
+def check_int(
+    value: object, option: str, owner: str, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """``value`` if it is an integer (not a bool) within ``[minimum, maximum]``.
+
+    Raises:
+        ConfigError: Not an integer, or out of bounds.
+    """
+    if minimum is not None and maximum is not None:
+        expected = f"an integer in [{minimum}, {maximum}]"
+    elif minimum is not None:
+        expected = f"an integer >= {minimum}"
+    elif maximum is not None:
+        expected = f"an integer <= {maximum}"
+    else:
+        expected = "an integer"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
+    ):
+        raise config_error(owner, option, expected, value)
+    return value
+
+
+def check_number(
+    value: object,
+    option: str,
+    owner: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    expected: str | None = None,
+) -> float:
+    """``value`` as a float if it is a finite real number (not a bool) within the bounds.
+
+    Args:
+        value: The value.
+        option: The setting's name.
+        owner: What it belongs to.
+        low: Lower bound, if any (excluded when ``low_open``).
+        high: Upper bound, if any (excluded when ``high_open``).
+        low_open: Whether ``low`` itself is refused.
+        high_open: Whether ``high`` itself is refused.
+        expected: The noun phrase for the message (default: built from the bounds).
+
+    Raises:
+        ConfigError: Not a finite number, or out of bounds.
+    """
+    if expected is None:
+        if low is not None and high is not None:
+            expected = f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        elif low is not None:
+            expected = f"a number {'>' if low_open else '>='} {low:g}"
+        elif high is not None:
+            expected = f"a number {'<' if high_open else '<='} {high:g}"
+        else:
+            expected = "a finite number"
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise config_error(owner, option, expected, value)
+    number = float(value)
+    if low is not None and (number < low or (low_open and number == low)):
+        raise config_error(owner, option, expected, value)
+    if high is not None and (number > high or (high_open and number == high)):
+        raise config_error(owner, option, expected, value)
+    return number
+
+
+def check_seconds(value: object, option: str, owner: str, *, maximum: float = 60.0) -> float:
+    """``value`` as a float if it is a number of seconds in ``(0, maximum]``.
+
+    Raises:
+        ConfigError: Not a number, or out of bounds.
+    """
+    expected = f"a number of seconds in (0, {maximum:g}]"
+    return check_number(value, option, owner, low=0.0, high=maximum, low_open=True, expected=expected)
+
+
+def check_option_text(value: object, option: str, owner: str) -> str:
+    """``value`` if it is a string with something other than whitespace in it.
+
+    Raises:
+        ConfigError: Not a string, or blank.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise config_error(owner, option, "a non-empty string", value)
+    return value
+
+
+def check_field(
+    value: Any,
+    field: str,
+    types: type | tuple[type, ...],
+    expected: str,
+    *,
+    row: int | str | None = None,
+    optional: bool = False,
+    detail: str | None = None,
+) -> Any:
+    """``value`` if it is an instance of ``types`` (or None when ``optional``); for sample fields.
+
+    ``bool`` never passes for ``int``, and ``str``/``bytes`` never pass for a sequence type.
+
+    Args:
+        value: The field's value.
+        field: The field (``question``, ``contexts[2]``).
+        types: The accepted types.
+        expected: What it must be, as a noun phrase (``a string or None``).
+        row: The dataset row or sample id, when known.
+        optional: Whether None is accepted.
+        detail: What to do about it, for the message.
+
+    Raises:
+        InvalidInputError: The value has another type.
+    """
+    if value is None and optional:
+        return value
+    accepted = types if isinstance(types, tuple) else (types,)
+    wrong = not isinstance(value, accepted)
+    if isinstance(value, bool) and bool not in accepted and int in accepted:
+        wrong = True
+    if isinstance(value, (str, bytes)) and not any(t in (str, bytes) for t in accepted):
+        wrong = True
+    if wrong:
+        raise InvalidInputError(field, expected, value, row=row, detail=detail)
+    return value

@@ -1,0 +1,392 @@
+"""Judge requests answered through a provider batch: the deferring judge and the ledger it keeps on disk.
+
+A batch run goes in rounds (see :mod:`ragmetrics.pipeline.batch`). In each round the metrics run as
+usual, but their judge is a :class:`DeferringJudge`: a request that is already answered (by an earlier
+batch, or in the judge's disk cache) is answered at once; any other request is *deferred*: its exact
+real-time request body is put in the round's outbox and the metric gets a :class:`DeferredError`,
+so that it stops there. The runner sends the outbox as one provider batch, and once the batch has
+ended it adds each result to its request's conversation in the :class:`BatchLedger`. In the next
+round the request is answered by replaying its conversation through the real-time adapter
+(:mod:`ragmetrics.judge.providers._replay`): the same response model, validation, re-asks and
+truncation rule as a real-time call. A valid reply is written to the judge's disk cache under the
+real-time key, so that a later real-time run of the same data makes no call.
+
+What a failed request becomes, as in real time: a transient failure (HTTP 429 or 5xx, a request that
+expired or was cancelled in the batch) is sent again in the next batch, at most ``resubmits`` times;
+output cut off at the token limit is sent again with twice the room, up to ``max_tokens_cap``; an
+invalid reply is re-asked (``reasks``); anything else is a :class:`~ragmetrics.errors.JudgeError`
+with its status, which becomes that record's status. Nothing is dropped.
+
+A request's conversation is keyed by the first 48 hex digits of its cache key; the n-th request sent
+for it has ``custom_id`` ``KEY48-n`` (valid for both APIs: ``[a-zA-Z0-9_-]{1,64}``). The ledger is a
+diskcache folder per judge holding the conversations and the batches submitted (id, provider,
+custom_ids, whether their results are in), plus ``batches.json``, a readable list of the batches.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragmetrics.errors import CacheError, JudgeError, JudgeOutputError
+from ragmetrics.judge.base import JudgeReply, JudgeRequest
+from ragmetrics.judge.cache import CachingJudge, cache_key, canonical_sha256
+from ragmetrics.judge.pricing import batch_cost_usd
+from ragmetrics.judge.providers._provider import ProviderJudge
+from ragmetrics.judge.providers._replay import Done, Send, replay
+from ragmetrics.judge.retry import Failure
+from ragmetrics.score import Status, Usage
+
+__all__ = ["BatchLedger", "DeferredError", "DeferringJudge", "ledger_folder"]
+
+_ID_CHARS = 48
+_LOST_STATUS: dict[str, Status] = {
+    "expired": "timeout",
+    "cancelled": "provider_error",
+    "missing": "provider_error",
+}
+
+
+class DeferredError(JudgeError):
+    """A request was put in the round's outbox for the next provider batch (not a failure)."""
+
+
+def ledger_folder(base: Path, judge: ProviderJudge) -> Path:
+    """The ledger folder of ``judge`` under ``base``: one per provider, model and base URL."""
+    info = judge.info
+    digest = canonical_sha256([info.provider, info.model, info.base_url])[:12]
+    return base / f"{info.provider}-{digest}"
+
+
+class BatchLedger:
+    """What a batch run knows on disk: each request's conversation and the batches submitted.
+
+    Args:
+        directory: The folder (created on first use).
+
+    Raises:
+        CacheError: The folder cannot be opened or written.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._disk: Any = None
+
+    def _open(self) -> Any:
+        if self._disk is None:
+            try:
+                import diskcache
+
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._disk = diskcache.Cache(str(self.directory), size_limit=2**34, eviction_policy="none")
+            except Exception as exc:  # diskcache raises sqlite3 and OS errors
+                raise CacheError(
+                    f"cannot open the batch ledger at {self.directory}: {exc}; pass another batch "
+                    "directory (batch=BatchOptions(directory=...) or --batch-dir)"
+                ) from exc
+        return self._disk
+
+    def _get(self, key: str) -> Any:
+        try:
+            return self._open().get(key)
+        except CacheError:
+            raise
+        except Exception as exc:
+            raise CacheError(f"cannot read the batch ledger at {self.directory}: {exc}") from exc
+
+    def _set(self, key: str, value: Any) -> None:
+        try:
+            self._open().set(key, value)
+        except CacheError:
+            raise
+        except Exception as exc:
+            raise CacheError(f"cannot write the batch ledger at {self.directory}: {exc}") from exc
+
+    # -- conversations --------------------------------------------------------------------------
+    def conversation(self, cid: str) -> dict[str, Any] | None:
+        """The conversation of request ``cid`` (a copy), or None."""
+        value = self._get(f"c:{cid}")
+        return dict(value) if isinstance(value, dict) else None
+
+    def save(self, cid: str, conversation: dict[str, Any]) -> None:
+        """Store a conversation."""
+        self._set(f"c:{cid}", conversation)
+
+    def forget(self, cids: Sequence[str]) -> None:
+        """Drop finished conversations (their replies are in the judge cache by now)."""
+        disk = self._open()
+        try:
+            with disk.transact():
+                for cid in cids:
+                    disk.delete(f"c:{cid}")
+        except Exception as exc:
+            raise CacheError(f"cannot write the batch ledger at {self.directory}: {exc}") from exc
+
+    def add_reply(self, custom_id: str, reply: Any) -> bool:
+        """File a batch result with the conversation waiting for it; False if none is (a stale result)."""
+        cid = custom_id.rsplit("-", 1)[0]
+        conversation = self.conversation(cid)
+        if conversation is None or conversation.get("pending") != custom_id:
+            return False
+        conversation["replies"] = [*conversation["replies"], reply]
+        conversation["pending"] = None
+        self.save(cid, conversation)
+        return True
+
+    # -- batches ----------------------------------------------------------------------------------
+    def batches(self) -> list[dict[str, Any]]:
+        """Every batch submitted through this ledger, oldest first."""
+        value = self._get("batches")
+        return [dict(b) for b in value] if isinstance(value, list) else []
+
+    def open_batches(self) -> list[dict[str, Any]]:
+        """The batches whose results have not been read yet."""
+        return [b for b in self.batches() if not b.get("collected")]
+
+    def custom_ids(self, batch_id: str) -> list[str]:
+        """The custom_ids submitted in a batch."""
+        value = self._get(f"b:{batch_id}")
+        return list(value) if isinstance(value, list) else []
+
+    def add_batch(self, batch_id: str, provider: str, judge: str, custom_ids: Sequence[str]) -> None:
+        """Record a submitted batch."""
+        self._set(f"b:{batch_id}", list(custom_ids))
+        record = {
+            "id": batch_id,
+            "provider": provider,
+            "judge": judge,
+            "requests": len(custom_ids),
+            "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "collected": False,
+        }
+        self._write_batches([*self.batches(), record])
+
+    def mark_collected(self, batch_id: str, status: str) -> None:
+        """Record that a batch's results were read."""
+        batches = self.batches()
+        for record in batches:
+            if record["id"] == batch_id:
+                record["collected"] = True
+                record["status"] = status
+        self._write_batches(batches)
+
+    def _write_batches(self, batches: list[dict[str, Any]]) -> None:
+        self._set("batches", batches)
+        try:
+            (self.directory / "batches.json").write_text(json.dumps(batches, indent=2), encoding="utf-8")
+        except OSError as exc:
+            raise CacheError(f"cannot write {self.directory / 'batches.json'}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the folder (it reopens on next use)."""
+        disk, self._disk = self._disk, None
+        if disk is not None:
+            disk.close()
+
+
+def _tokens(reply: Any) -> tuple[int, int]:
+    """(prompt, completion) tokens a batch reply reports (0, 0 for errors and lost requests)."""
+    if not isinstance(reply, list | tuple) or not isinstance(reply[1], dict):
+        return 0, 0
+    usage = reply[1].get("usage")
+    if not isinstance(usage, dict):
+        return 0, 0
+    prompt = usage.get("prompt_tokens", usage.get("input_tokens", 0))
+    completion = usage.get("completion_tokens", usage.get("output_tokens", 0))
+    return int(prompt or 0), int(completion or 0)
+
+
+class DeferringJudge:
+    """The judge of a batch round: answers what is answered, defers the rest to the next batch.
+
+    Args:
+        inner: The provider judge whose real-time requests are batched.
+        real: The caching judge the metrics used before the batch run: read for replies cached by
+            earlier runs, and given every reply a batch brings back.
+        ledger: The ledger of ``inner``.
+        resubmits: How many times a request that failed transiently is sent again.
+    """
+
+    _reopens_after_aclose = True  # aclose does nothing: the runner closes the real judge once, at the end
+
+    def __init__(
+        self, inner: ProviderJudge, real: CachingJudge, ledger: BatchLedger, *, resubmits: int = 2
+    ) -> None:
+        self.inner = inner
+        self.real = real
+        self.ledger = ledger
+        self.resubmits = resubmits
+        self.info = inner.info
+        self.outbox: dict[str, dict[str, Any]] = {}
+        """custom_id -> request body: what this round defers, for the next batch."""
+        self.touched: set[str] = set()
+        """Conversations this run read or wrote (forgotten when the run ends)."""
+        self.last_round = False
+        """Defer nothing: a request that still needs a batch fails (the run is out of rounds)."""
+        self.in_flight: set[str] = set()
+        """custom_ids in batches submitted and not collected yet (the runner keeps this up to date). A
+        conversation waiting for a custom_id outside it was left by a run stopped between deferring and
+        submitting: its request is deferred again."""
+
+    def take_outbox(self) -> list[tuple[str, dict[str, Any]]]:
+        """The requests deferred since the last call, emptying the outbox."""
+        items, self.outbox = list(self.outbox.items()), {}
+        return items
+
+    async def complete(self, request: JudgeRequest[Any]) -> JudgeReply[Any]:
+        """Answer from the batch ledger or the cache, else defer the request to the next batch.
+
+        Raises:
+            DeferredError: The request goes in the next batch.
+            JudgeError: The request failed for good (its status says how).
+        """
+        started = time.perf_counter()
+        cid = cache_key(self.inner, request)[:_ID_CHARS]
+        conversation = self.ledger.conversation(cid)
+        if conversation is None:
+            entry = self.real.peek(request)
+            if entry is not None:  # answered by an earlier run (real time or batch)
+                value = request.response_model.model_validate(entry["value"], context=dict(request.context))
+                return JudgeReply(value=value, usage=Usage(cached_calls=1), cached=True)
+            conversation = {
+                "max_tokens": request.max_tokens or self.inner.settings.max_tokens,
+                "replies": [],
+                "pending": None,
+                "sent": 0,
+                "resubmits": 0,
+                "retries": 0,
+                "spent": [0, 0, 0],
+            }
+        self.touched.add(cid)
+        if conversation["pending"] is not None:
+            if conversation["pending"] in self.in_flight:
+                raise self._deferred()  # sent in a batch that has not ended yet
+            conversation["pending"] = None  # never submitted: defer it again, under a new custom_id
+        while True:
+            replies = conversation["replies"]
+            if replies and isinstance(replies[-1], dict):  # the last request was never answered
+                lost = replies[-1]
+                failure = Failure(
+                    status=_LOST_STATUS.get(lost.get("lost", ""), "provider_error"),
+                    transient=lost.get("lost") != "failed",
+                    message=f"batch request {lost.get('lost')}: {lost.get('message')}",
+                )
+            else:
+                step = await replay(self.inner, request, conversation["max_tokens"], replies)
+                if isinstance(step, Done):
+                    return self._answered(cid, conversation, request, step, started)
+                if isinstance(step, Send):
+                    return self._queue(cid, conversation, step.body)
+                failure = step.failure
+            if not self._again(conversation, failure):
+                self.ledger.save(cid, conversation)
+                raise self._failed(conversation, failure)
+
+    def _again(self, conversation: dict[str, Any], failure: Failure) -> bool:
+        """Whether a failed request is sent again (the conversation is changed for it)."""
+        settings = self.inner.settings
+        replies = conversation["replies"]
+        if failure.status == "truncated" and conversation["max_tokens"] < settings.max_tokens_cap:
+            drop, conversation["replies"] = replies, []
+            conversation["max_tokens"] = min(settings.max_tokens_cap, conversation["max_tokens"] * 2)
+        elif failure.transient and conversation["resubmits"] < self.resubmits and replies:
+            drop, conversation["replies"] = replies[-1:], replies[:-1]
+            conversation["resubmits"] += 1
+        else:
+            return False
+        spent = conversation["spent"]
+        for reply in drop:
+            prompt, completion = _tokens(reply)
+            spent = [spent[0] + 1, spent[1] + prompt, spent[2] + completion]
+        conversation["spent"] = spent
+        conversation["retries"] += 1
+        return True
+
+    def _queue(self, cid: str, conversation: dict[str, Any], body: dict[str, Any]) -> JudgeReply[Any]:
+        if self.last_round:
+            self.ledger.save(cid, conversation)
+            raise self._failed(
+                conversation,
+                Failure(
+                    status="provider_error",
+                    transient=False,
+                    message="the request still needed another batch when the run ran out of rounds",
+                    hint="raise BatchOptions(max_rounds=...)",
+                ),
+            )
+        custom_id = f"{cid}-{conversation['sent']}"
+        conversation["sent"] += 1
+        conversation["pending"] = custom_id
+        self.ledger.save(cid, conversation)
+        self.outbox[custom_id] = body
+        raise self._deferred()
+
+    def _usage(self, conversation: dict[str, Any], prompt: int, completion: int, **extra: int) -> Usage:
+        calls, spent_prompt, spent_completion = conversation["spent"]
+        prompt += spent_prompt
+        completion += spent_completion
+        info = self.info
+        return Usage(
+            calls=len(conversation["replies"]) + calls,
+            retries=conversation["retries"],
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=batch_cost_usd(self.inner.prices, info.provider, info.model, prompt, completion),
+            **extra,
+        )
+
+    def _answered(
+        self, cid: str, conversation: dict[str, Any], request: JudgeRequest[Any], step: Done, started: float
+    ) -> JudgeReply[Any]:
+        outcome = step.outcome
+        usage = self._usage(
+            conversation,
+            outcome.prompt_tokens,
+            outcome.completion_tokens,
+            succeeded=1,
+            reasks=max(0, outcome.attempts - 1),
+        )
+        reply = JudgeReply(
+            value=outcome.value, usage=usage, latency_ms=(time.perf_counter() - started) * 1000
+        )
+        self.real.store(request, reply)
+        return reply
+
+    def _failed(self, conversation: dict[str, Any], failure: Failure) -> JudgeError:
+        prompt = completion = 0
+        for reply in conversation["replies"]:
+            p, c = _tokens(reply)
+            prompt, completion = prompt + p, completion + c
+        replies = conversation["replies"]
+        reasks = sum(1 for r in replies[:-1] if isinstance(r, tuple | list) and r[0] == 200)
+        usage = self._usage(conversation, prompt, completion, reasks=reasks)
+        kind = JudgeOutputError if failure.status in ("judge_output_invalid", "truncated") else JudgeError
+        return kind(
+            f"{failure.message} (through the {self.info.provider} batch API)",
+            provider=self.info.provider,
+            model=self.info.model,
+            attempts=usage.calls,
+            reasks=usage.reasks,
+            status=failure.status,
+            http_status=failure.http_status,
+            hint=failure.hint,
+            usage=usage,
+        )
+
+    def _deferred(self) -> DeferredError:
+        return DeferredError(
+            "deferred to the next provider batch",
+            provider=self.info.provider,
+            model=self.info.model,
+            attempts=0,
+        )
+
+    def conversations(self) -> Iterator[str]:
+        """The conversations this run touched."""
+        return iter(sorted(self.touched))
+
+    async def aclose(self) -> None:
+        """Nothing to close: the real judge is closed by the batch runner when the run ends."""

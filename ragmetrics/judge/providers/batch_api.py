@@ -1,0 +1,299 @@
+"""The providers' batch APIs through their real SDKs: submit requests, poll a batch, read its results.
+
+- OpenAI (:class:`OpenAIBatches`): the requests go up as one JSONL file (``client.files.create``,
+  ``purpose="batch"``; lines ``{custom_id, method: "POST", url: "/v1/chat/completions", body}``), the
+  batch is created over it (``client.batches.create``, ``completion_window="24h"``), polled with
+  ``client.batches.retrieve`` until ``completed`` / ``failed`` / ``expired`` / ``cancelled``, and read
+  from its ``output_file_id`` and ``error_file_id`` (``client.files.content``).
+- Anthropic (:class:`AnthropicBatches`): ``client.messages.batches.create(requests=[{custom_id,
+  params}])``, ``.retrieve`` until ``processing_status == "ended"``, ``.results`` (JSONL of
+  ``succeeded`` / ``errored`` / ``canceled`` / ``expired`` results).
+
+A result is a *reply* as :mod:`ragmetrics.judge.providers._replay` replays it: ``(HTTP status, JSON
+body)`` for an answered request (``200`` and a Chat Completions / Messages body, or an error status
+and the provider's error body), or a *lost* marker ``{"lost": "expired" | "cancelled" | "failed" |
+"missing", "message": ...}`` for a request that was never answered. Management calls (upload, create,
+poll, download) use the SDK's own retries; a failure that outlasts them is a
+:class:`~ragmetrics.errors.JudgeError` with status ``provider_error``.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragmetrics.errors import ConfigError, JudgeError
+from ragmetrics.judge.providers._provider import ProviderJudge
+from ragmetrics.judge.retry import Failure
+
+__all__ = ["BATCH_PROVIDERS", "AnthropicBatches", "BatchAPI", "BatchState", "OpenAIBatches", "batch_api_for"]
+
+BATCH_PROVIDERS = ("openai", "anthropic")
+"""Judge providers with a batch API ragmetrics drives (Azure, Bedrock, Vertex and Gemini are not wired)."""
+
+_ANTHROPIC_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+"""HTTP status of an errored Anthropic batch result, by its error type (as the Messages API answers)."""
+
+Reply = tuple[int, dict[str, Any]] | dict[str, str]
+"""One request's result: ``(status, body)``, or ``{"lost": why, "message": text}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchState:
+    """What a poll of a batch says."""
+
+    id: str
+    ended: bool
+    """Whether the batch is done (its results can be read)."""
+    status: str
+    """The provider's own status word."""
+    progress: str
+    """Request counts, for progress lines (``40/100 done, 2 failed``)."""
+
+
+class BatchAPI(ABC):
+    """One judge's provider batch API (its key, base URL and model)."""
+
+    def __init__(self, judge: ProviderJudge) -> None:
+        self.judge = judge
+        self._sdk_client: Any = None
+        self._owned = True
+
+    def _client(self) -> Any:
+        if self._sdk_client is None:
+            user = self.judge._user_client
+            if user is not None:  # a user's own client: a copy with retries, never closed by us
+                self._sdk_client, self._owned = user.with_options(max_retries=3), False
+            else:
+                self._sdk_client = self._make_client()
+        return self._sdk_client
+
+    @abstractmethod
+    def _make_client(self) -> Any: ...
+
+    def _fail(self, what: str, exc: BaseException) -> JudgeError:
+        failure = self.judge._classify(exc)
+        message = failure.message if failure is not None else f"{type(exc).__name__}: {exc}"
+        return self.judge._error(
+            Failure(
+                status="provider_error",
+                transient=False,
+                message=f"the batch API failed to {what}: {message}",
+                http_status=failure.http_status if failure is not None else None,
+                hint=failure.hint if failure is not None else None,
+            ),
+            1,
+        )
+
+    @abstractmethod
+    async def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+        """Send ``(custom_id, body)`` requests as one batch; returns the batch id."""
+
+    @abstractmethod
+    async def poll(self, batch_id: str) -> BatchState:
+        """The batch's state now."""
+
+    @abstractmethod
+    async def results(self, batch_id: str, custom_ids: Sequence[str]) -> dict[str, Reply]:
+        """Every submitted request's result (lost ``missing`` for one the batch does not report)."""
+
+    async def aclose(self) -> None:
+        """Close the SDK client this object built (a user's client is left alone)."""
+        client, self._sdk_client = self._sdk_client, None
+        if client is not None and self._owned:
+            await client.close()
+
+
+class OpenAIBatches(BatchAPI):
+    """OpenAI's Batch API (files + batches), for ``/v1/chat/completions`` requests."""
+
+    endpoint = "/v1/chat/completions"
+
+    def _make_client(self) -> Any:
+        import openai
+
+        settings = self.judge.settings
+        return openai.AsyncOpenAI(
+            api_key=self.judge._key(),
+            base_url=settings.base_url,
+            max_retries=3,
+            timeout=max(60.0, settings.timeout_s),
+        )
+
+    async def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+        """Upload the requests as one JSONL file and create a batch over it; returns the batch id."""
+        lines = (
+            json.dumps(
+                {"custom_id": cid, "method": "POST", "url": self.endpoint, "body": body},
+                ensure_ascii=False,
+                separators=(",", ":"),
+            ).encode("utf-8")
+            + b"\n"
+            for cid, body in items
+        )
+        data = b"".join(lines)
+        client = self._client()
+        try:
+            file = await client.files.create(
+                file=("ragmetrics-batch.jsonl", data, "application/jsonl"), purpose="batch"
+            )
+            batch = await client.batches.create(
+                input_file_id=file.id,
+                endpoint=self.endpoint,
+                completion_window="24h",
+                metadata={"created_by": "ragmetrics"},
+            )
+        except Exception as exc:
+            raise self._fail(f"submit {len(items)} requests", exc) from exc
+        return str(batch.id)
+
+    async def poll(self, batch_id: str) -> BatchState:
+        """Retrieve the batch; it has ended once completed, failed, expired or cancelled."""
+        try:
+            batch = await self._client().batches.retrieve(batch_id)
+        except Exception as exc:
+            raise self._fail(f"retrieve batch {batch_id}", exc) from exc
+        counts = batch.request_counts
+        progress = f"{counts.completed}/{counts.total} done, {counts.failed} failed" if counts else ""
+        ended = batch.status in ("completed", "failed", "expired", "cancelled")
+        return BatchState(id=batch_id, ended=ended, status=str(batch.status), progress=progress)
+
+    async def results(self, batch_id: str, custom_ids: Sequence[str]) -> dict[str, Reply]:
+        """Read the output and error files; requests in neither are lost (``failed`` or ``missing``)."""
+        client = self._client()
+        try:
+            batch = await client.batches.retrieve(batch_id)
+            texts = [
+                (await client.files.content(fid)).text
+                for fid in (batch.output_file_id, batch.error_file_id)
+                if fid
+            ]
+        except Exception as exc:
+            raise self._fail(f"read the results of batch {batch_id}", exc) from exc
+        found: dict[str, Reply] = {}
+        for text in texts:
+            for raw in text.split("\n"):
+                line = _json_line(raw)
+                custom_id = line.get("custom_id")
+                if isinstance(custom_id, str):
+                    found[custom_id] = _openai_reply(line)
+        why = "failed" if batch.status == "failed" else "missing"
+        errors = getattr(batch.errors, "data", None) or []
+        message = "; ".join(str(getattr(e, "message", e)) for e in errors[:3]) or f"batch {batch.status}"
+        lost: Reply = {"lost": why, "message": f"not in the results of batch {batch_id} ({message})"}
+        return {cid: found.get(cid, lost) for cid in custom_ids}
+
+
+def _json_line(raw: str) -> dict[str, Any]:
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        return {}
+    return line if isinstance(line, dict) else {}
+
+
+def _openai_reply(line: Mapping[str, Any]) -> Reply:
+    response = line.get("response")
+    if isinstance(response, Mapping) and isinstance(response.get("body"), dict):
+        return int(response.get("status_code") or 500), response["body"]
+    raw_error = line.get("error")
+    error: Mapping[str, Any] = raw_error if isinstance(raw_error, Mapping) else {}
+    code = str(error.get("code") or "")
+    why = "expired" if code == "batch_expired" else "cancelled" if code == "batch_cancelled" else "failed"
+    return {"lost": why, "message": str(error.get("message") or code or "no response")}
+
+
+class AnthropicBatches(BatchAPI):
+    """Anthropic's Message Batches API."""
+
+    def _make_client(self) -> Any:
+        import anthropic
+
+        settings = self.judge.settings
+        return anthropic.AsyncAnthropic(
+            api_key=self.judge._key(),
+            base_url=settings.base_url,
+            max_retries=3,
+            timeout=max(60.0, settings.timeout_s),
+        )
+
+    async def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+        """Create a message batch of the requests; returns its id."""
+        requests = [{"custom_id": cid, "params": dict(body)} for cid, body in items]
+        try:
+            batch = await self._client().messages.batches.create(requests=requests)
+        except Exception as exc:
+            raise self._fail(f"submit {len(items)} requests", exc) from exc
+        return str(batch.id)
+
+    async def poll(self, batch_id: str) -> BatchState:
+        """Retrieve the batch; it has ended once ``processing_status`` is ``ended``."""
+        try:
+            batch = await self._client().messages.batches.retrieve(batch_id)
+        except Exception as exc:
+            raise self._fail(f"retrieve batch {batch_id}", exc) from exc
+        c = batch.request_counts
+        done = c.succeeded + c.errored + c.canceled + c.expired
+        progress = f"{done}/{done + c.processing} done, {c.errored + c.canceled + c.expired} failed"
+        return BatchState(
+            id=batch_id,
+            ended=batch.processing_status == "ended",
+            status=str(batch.processing_status),
+            progress=progress,
+        )
+
+    async def results(self, batch_id: str, custom_ids: Sequence[str]) -> dict[str, Reply]:
+        """Read the results JSONL; requests it does not report are lost (``missing``)."""
+        found: dict[str, Reply] = {}
+        try:
+            async for item in await self._client().messages.batches.results(batch_id):
+                found[item.custom_id] = _anthropic_reply(item.result)
+        except Exception as exc:
+            raise self._fail(f"read the results of batch {batch_id}", exc) from exc
+        lost: Reply = {"lost": "missing", "message": f"not in the results of batch {batch_id}"}
+        return {cid: found.get(cid, lost) for cid in custom_ids}
+
+
+def _anthropic_reply(result: Any) -> Reply:
+    kind = getattr(result, "type", "")
+    if kind == "succeeded":
+        return 200, result.message.model_dump(mode="json", exclude_none=True)
+    if kind == "errored":
+        body = result.error.model_dump(mode="json", exclude_none=True)
+        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        return _ANTHROPIC_STATUS.get(str(error.get("type")), 500), body
+    why = "cancelled" if kind == "canceled" else "expired" if kind == "expired" else "failed"
+    return {"lost": why, "message": f"the batch request {kind or 'was not answered'}"}
+
+
+def batch_api_for(judge: Any) -> BatchAPI:
+    """The batch API of a provider judge.
+
+    Raises:
+        ConfigError: The judge has no batch API here (the offline judge, a user's Judge object, or an
+            Azure, Bedrock, Vertex or Gemini judge).
+    """
+    provider = getattr(getattr(judge, "info", None), "provider", None)
+    if not isinstance(judge, ProviderJudge) or provider not in BATCH_PROVIDERS:
+        name = getattr(getattr(judge, "info", None), "spec", None) or type(judge).__name__
+        hint = (
+            "the offline judge makes no API calls, so there is nothing to batch: drop batch=True / --batch"
+            if provider == "offline"
+            else f"batch mode drives the OpenAI and Anthropic batch APIs ({', '.join(BATCH_PROVIDERS)} "
+            "judges); run this judge in real time (drop batch=True / --batch)"
+        )
+        raise ConfigError(f"batch mode: judge {name} has no batch API; {hint}")
+    return AnthropicBatches(judge) if provider == "anthropic" else OpenAIBatches(judge)

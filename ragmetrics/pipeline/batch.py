@@ -1,0 +1,281 @@
+"""Batch mode: the pipeline's judge requests sent through the providers' batch APIs, at their half price.
+
+``EvaluationPipeline(..., batch=True)`` (or ``ragmetrics eval DATA --batch``) runs the same metrics,
+prompts, schemas and cache keys as a real-time run, but in rounds, with no knowledge of any metric's
+call plan:
+
+1. every metric's judge is a :class:`~ragmetrics.judge.batch.DeferringJudge`; the pipeline runs over
+   the dataset, and each request not answered yet is deferred (its exact real-time body recorded);
+2. the round's deferred requests go to the provider as one batch (several when there are more than
+   ``max_requests``), which is polled every ``poll_interval_s`` until it ends; its results are filed
+   in the ledger on disk;
+3. the next round answers those requests from the ledger (validated as in real time) and defers what
+   they lead to: for the claim metrics, round 1 extracts claims and round 2 verifies them;
+4. a round that defers nothing is the last: its records are the results, with usage and cost at batch
+   prices. Every reply is also in the judge's disk cache, so a later real-time run makes no call.
+
+The ledger (``BatchOptions.directory``, default ``<cache dir>/batches``) holds the batch ids, the
+custom_ids submitted and every result, so a run left half way (``max_wait_s``, Ctrl-C, a reboot) is
+continued with ``resume=True`` (``--resume``) without sending anything twice. Without ``resume``, a
+run that finds unfinished batches of its own requests refuses to start, rather than pay twice.
+
+The offline judge has no batch API: batch mode with it is a :class:`~ragmetrics.errors.ConfigError`
+(it makes no calls, so there is nothing to save). Metrics without a shared judge (plain functions,
+text evaluators) simply run in every round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ragmetrics.errors import BatchPendingError, ConfigError
+from ragmetrics.judge.batch import BatchLedger, DeferringJudge, ledger_folder
+from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.judge.providers.batch_api import BatchAPI, batch_api_for
+from ragmetrics.pipeline._metric_call import share_judges
+
+if TYPE_CHECKING:
+    from ragmetrics.pipeline._results import EvaluationResults
+    from ragmetrics.pipeline.dataset import Dataset
+
+
+class BatchedPipeline(Protocol):
+    """What the batch runner needs of ``EvaluationPipeline`` (the runner calls it, not the reverse)."""
+
+    metrics: list[Any]
+    callbacks: list[Any]
+    progress: Any
+    raise_on_error: bool
+
+    def round_twin(self, *, quiet: bool) -> BatchedPipeline:
+        """A real-time twin for one round: quiet, or with the user's events and progress."""
+        ...
+
+    async def evaluate(self, data: Any) -> EvaluationResults:
+        """Score ``data`` in real time."""
+        ...
+
+
+__all__ = ["BatchOptions", "batch_options", "evaluate_in_batches"]
+
+log = logging.getLogger("ragmetrics.batch")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchOptions:
+    """How a batch run submits, waits and resumes (``EvaluationPipeline(batch=BatchOptions(...))``).
+
+    Attributes:
+        directory: The ledger folder (default: ``batches`` in the cache folder, i.e.
+            ``RAGMETRICS_CACHE_DIR`` or the platform's cache directory).
+        resume: Continue the unfinished batches of an earlier run instead of refusing to start.
+        poll_interval_s: Seconds between polls of a running batch (providers finish most batches
+            within hours; polling more than once a minute gains nothing in production).
+        max_wait_s: Stop waiting after this many seconds with a
+            :class:`~ragmetrics.errors.BatchPendingError` (resume later); None waits until every batch
+            ends (the providers end each one within their 24 h window, expiring what is left).
+        max_rounds: Batches in a row one request may need (extraction, verification, re-asks,
+            resubmissions); a request still unanswered after that gets status ``provider_error``.
+        resubmits: How many times a request that failed transiently (429, 5xx, expired) is sent again.
+        max_requests: Requests per provider batch (OpenAI takes 50,000, Anthropic 100,000).
+        notify: Called with a one-line message at each submission and poll (the CLI prints them).
+    """
+
+    directory: str | Path | None = None
+    resume: bool = False
+    poll_interval_s: float = 60.0
+    max_wait_s: float | None = None
+    max_rounds: int = 8
+    resubmits: int = 2
+    max_requests: int = 10_000
+    notify: Callable[[str], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.poll_interval_s, int | float) and 0 <= self.poll_interval_s < math.inf):
+            raise ConfigError(f"BatchOptions: poll_interval_s must be >= 0, got {self.poll_interval_s!r}")
+        if self.max_wait_s is not None and not (
+            isinstance(self.max_wait_s, int | float) and self.max_wait_s >= 0
+        ):
+            raise ConfigError(f"BatchOptions: max_wait_s must be >= 0 or None, got {self.max_wait_s!r}")
+        for name, low in (("max_rounds", 2), ("resubmits", 0), ("max_requests", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"BatchOptions: {name} must be an int >= {low}, got {value!r}")
+
+    def folder(self) -> Path:
+        """The ledger folder."""
+        if self.directory is not None:
+            return Path(self.directory).expanduser()
+        from ragmetrics.settings import default_cache_dir
+
+        return default_cache_dir() / "batches"
+
+
+def batch_options(value: Any) -> BatchOptions | None:
+    """``EvaluationPipeline``'s ``batch`` argument as options (None: real time).
+
+    Raises:
+        ConfigError: Not a bool, a :class:`BatchOptions` or a mapping of its fields.
+    """
+    if value is None or value is False:
+        return None
+    if value is True:
+        return BatchOptions()
+    if isinstance(value, BatchOptions):
+        return value
+    if isinstance(value, Mapping):
+        names = {f.name for f in dataclasses.fields(BatchOptions)}
+        unknown = sorted(set(value) - names)
+        if unknown:
+            raise ConfigError(f"batch: unknown option(s) {unknown}; BatchOptions takes {sorted(names)}")
+        return BatchOptions(**value)
+    raise ConfigError(f"batch must be True, False, a BatchOptions or a dict of its fields, got {value!r}")
+
+
+@dataclass(slots=True)
+class _Lane:
+    """One provider judge in a batch run: its deferring judge, batch API and ledger."""
+
+    real: CachingJudge
+    deferring: DeferringJudge
+    api: BatchAPI
+    ledger: BatchLedger
+
+
+def _lanes(pipeline: BatchedPipeline, options: BatchOptions) -> list[_Lane]:
+    lanes = []
+    for real in share_judges(pipeline.metrics):
+        api = batch_api_for(real.inner)  # ConfigError for the offline judge and the unsupported
+        inner = api.judge
+        ledger = BatchLedger(ledger_folder(options.folder(), inner))
+        deferring = DeferringJudge(inner, real, ledger, resubmits=options.resubmits)
+        for record in ledger.open_batches():
+            deferring.in_flight.update(ledger.custom_ids(record["id"]))
+        lanes.append(_Lane(real, deferring, api, ledger))
+    if not lanes:
+        raise ConfigError(
+            "batch mode: none of the metrics calls an LLM judge, so there is nothing to batch; "
+            "drop batch=True / --batch"
+        )
+    return lanes
+
+
+def _swap(pipeline: BatchedPipeline, judges: Mapping[int, CachingJudge]) -> None:
+    """Give each metric whose judge is a key of ``judges`` (by id) that entry instead."""
+    for metric in pipeline.metrics:
+        use = getattr(metric, "use_judge", None)
+        current = getattr(metric, "judge", None) if callable(use) else None
+        if callable(use) and id(current) in judges:
+            use(judges[id(current)])
+
+
+async def evaluate_in_batches(
+    pipeline: BatchedPipeline, dataset: Dataset, options: BatchOptions
+) -> EvaluationResults:
+    """Run ``pipeline`` over ``dataset`` in batch rounds (see the module docstring).
+
+    Raises:
+        ConfigError: A judge without a batch API; unfinished batches found without ``resume``.
+        BatchPendingError: ``max_wait_s`` passed with batches still running.
+        JudgeError: The batch API itself failed (upload, create, poll or download).
+    """
+    lanes = _lanes(pipeline, options)
+    dataset = dataset.materialize()  # read once per round
+    started = time.monotonic()
+    quiet = pipeline.round_twin(quiet=True)
+    try:
+        for lane in lanes:
+            pending = lane.ledger.open_batches()
+            if pending and not options.resume:
+                ids = ", ".join(b["id"] for b in pending[:5])
+                raise ConfigError(
+                    f"batch mode: {len(pending)} unfinished batch(es) of an earlier run are in "
+                    f"{lane.ledger.directory} ({ids}); pass resume=True (--resume) to collect them, "
+                    "or delete that folder to start over (its batches are then paid for and lost)"
+                )
+        await _collect(lanes, options, started)
+        for number in range(1, options.max_rounds + 1):
+            by_real = {id(lane.real): CachingJudge(lane.deferring, None) for lane in lanes}
+            for lane in lanes:
+                lane.deferring.last_round = number == options.max_rounds
+            _swap(pipeline, by_real)
+            try:
+                results = await quiet.evaluate(dataset)
+            finally:
+                _swap(pipeline, {id(j): lane.real for j, lane in zip(by_real.values(), lanes, strict=True)})
+            submitted = 0
+            for lane in lanes:
+                submitted += await _submit(lane, options)
+            log.info("batch round %d: %d requests submitted", number, submitted)
+            if not submitted:
+                break
+            await _collect(lanes, options, started)
+        if pipeline.callbacks or pipeline.raise_on_error or pipeline.progress:
+            # the user's own settings (events, progress, raise on error), on answers all at hand now
+            by_real = {id(lane.real): CachingJudge(lane.deferring, None) for lane in lanes}
+            _swap(pipeline, by_real)
+            try:
+                results = await pipeline.round_twin(quiet=False).evaluate(dataset)
+            finally:
+                _swap(pipeline, {id(j): lane.real for j, lane in zip(by_real.values(), lanes, strict=True)})
+        for lane in lanes:
+            lane.ledger.forget(list(lane.deferring.conversations()))
+        return results
+    finally:
+        for lane in lanes:
+            await lane.api.aclose()
+            await lane.real.aclose()
+            lane.ledger.close()
+
+
+def _tell(options: BatchOptions, message: str) -> None:
+    log.info("%s", message)
+    if options.notify is not None:
+        options.notify(message)
+
+
+async def _submit(lane: _Lane, options: BatchOptions) -> int:
+    """Send the lane's deferred requests as provider batches; returns how many were sent."""
+    items = lane.deferring.take_outbox()
+    for start in range(0, len(items), options.max_requests):
+        chunk = items[start : start + options.max_requests]
+        batch_id = await lane.api.submit(chunk)
+        custom_ids = [c for c, _ in chunk]
+        lane.ledger.add_batch(batch_id, lane.real.info.provider, lane.real.info.spec, custom_ids)
+        lane.deferring.in_flight.update(custom_ids)
+        _tell(options, f"submitted batch {batch_id} ({len(chunk)} requests) to {lane.real.info.spec}")
+    return len(items)
+
+
+async def _collect(lanes: list[_Lane], options: BatchOptions, started: float) -> None:
+    """Wait for every open batch to end and file its results; BatchPendingError past ``max_wait_s``."""
+    while True:
+        waiting: list[str] = []
+        for lane in lanes:
+            for record in lane.ledger.open_batches():
+                state = await lane.api.poll(record["id"])
+                if not state.ended:
+                    waiting.append(record["id"])
+                    _tell(options, f"batch {state.id}: {state.status} ({state.progress})")
+                    continue
+                custom_ids = lane.ledger.custom_ids(record["id"])
+                results = await lane.api.results(record["id"], custom_ids)
+                for custom_id, reply in results.items():
+                    lane.ledger.add_reply(custom_id, reply)
+                lane.deferring.in_flight.difference_update(custom_ids)
+                lane.ledger.mark_collected(record["id"], state.status)
+                _tell(options, f"batch {state.id}: {state.status} ({state.progress}); results read")
+        if not waiting:
+            return
+        waited = time.monotonic() - started
+        if options.max_wait_s is not None and waited + options.poll_interval_s > options.max_wait_s:
+            raise BatchPendingError(waiting, str(options.folder()), waited)
+        await asyncio.sleep(options.poll_interval_s)

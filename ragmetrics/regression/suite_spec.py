@@ -1,0 +1,280 @@
+"""Evaluator suites, defined: :class:`Check`, :class:`Case`, :class:`Suite`, and loading them from YAML/JSON.
+
+The file format and how suites run are described in :mod:`ragmetrics.regression.suite`, which
+re-exports these classes. Every error names the file and the field
+(``suite.yaml: cases[2].evaluators[0]: ...``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ragmetrics.errors import ConfigError, InvalidInputError, RagMetricsError
+from ragmetrics.metrics.evaluators.base import Evaluator
+from ragmetrics.metrics.evaluators.factory import PRIMARY_OPTION, evaluator_options, make_evaluator
+from ragmetrics.sample import check_text
+from ragmetrics.score import MetricResult
+
+__all__ = ["Case", "Check", "Passing", "Suite"]
+
+Passing = Literal["all", "any"]
+_CASE_KEYS = frozenset({"id", "description", "input", "expected", "output", "passing", "evaluators"})
+_SUITE_KEYS = frozenset({"name", "description", "llm", "embeddings", "cases"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Check:
+    """One evaluator of a case, with an optional expected value of its own."""
+
+    evaluator: Evaluator
+    """The evaluator."""
+    value: Any = None
+    """What this evaluator compares against; None: the case's ``expected``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    """An input, the expected value, and the evaluators that judge the model's output.
+
+    Raises:
+        ConfigError: No evaluators, a bad ``passing`` value, or an input that is not a string.
+    """
+
+    input: str
+    """What the model under test is given."""
+    evaluators: tuple[Check, ...]
+    """The checks, each scored independently (plain evaluators are wrapped in :class:`Check`)."""
+    expected: Any = None
+    """The expected value (a string; a mapping or list for json_match)."""
+    passing: Passing = "all"
+    """``all``: every evaluator must pass; ``any``: one is enough."""
+    id: str = ""
+    """Identifier used in reports (default: ``case-N``)."""
+    description: str = ""
+    """Free text."""
+    output: str | None = None
+    """A recorded model output, used when :func:`run_suite` gets no outputs."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.input, str):
+            raise ConfigError(
+                f"case {self.id or '?'}: input must be a string, got {type(self.input).__name__}"
+            )
+        if self.passing not in ("all", "any"):
+            raise ConfigError(f"case {self.id or '?'}: passing must be 'all' or 'any', got {self.passing!r}")
+        checks = []
+        for item in self.evaluators:
+            if isinstance(item, Evaluator):
+                item = Check(evaluator=item)
+            if not isinstance(item, Check):
+                raise ConfigError(
+                    f"case {self.id or '?'}: evaluators must be Evaluator or Check objects, "
+                    f"got {type(item).__name__}"
+                )
+            checks.append(item)
+        if not checks:
+            raise ConfigError(f"case {self.id or '?'}: give at least one evaluator")
+        object.__setattr__(self, "evaluators", tuple(checks))
+
+    def reference_for(self, check: Check) -> Any:
+        """The expected value ``check``'s evaluator sees: a string, or a JSON value for json_match."""
+        value = self.expected if check.value is None else check.value
+        if check.evaluator.structured_reference:
+            return "" if value is None else value
+        if value is None:
+            return ""
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    def verdict(self, results: Sequence[MetricResult]) -> bool:
+        """Whether the case passes: ``all`` or ``any`` of its results passed (None counts as failed)."""
+        passed = [r.passed is True for r in results]
+        return all(passed) if self.passing == "all" else any(passed)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suite:
+    """A named list of cases."""
+
+    cases: tuple[Case, ...]
+    name: str = "suite"
+    description: str = ""
+    source: str | None = None
+    """The file it was loaded from."""
+
+    def __post_init__(self) -> None:
+        cases = tuple(
+            c if c.id else Case(**{**_fields(c), "id": f"case-{i + 1}"}) for i, c in enumerate(self.cases)
+        )
+        seen: set[str] = set()
+        for case in cases:
+            if case.id in seen:
+                raise ConfigError(f"{self.source or self.name}: duplicate case id '{case.id}'")
+            seen.add(case.id)
+        object.__setattr__(self, "cases", cases)
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, llm: Any = None, embeddings: Any = None) -> Suite:
+        """Load a suite from a YAML (``.yaml``/``.yml``) or JSON file.
+
+        Args:
+            path: The file.
+            llm: A judge (spec or Judge) for LLM evaluators that name none; overrides the file's ``llm``.
+            embeddings: An embedder (spec or object) for cosine_similarity; overrides the file's.
+
+        Raises:
+            ConfigError: The file is missing, not UTF-8 or malformed, or its YAML aliases expand past
+                a small bound (a "billion laughs" file); the message names the file and the field.
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the suite file: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}: byte {exc.object[exc.start]:#04x} at byte offset {exc.start} is not valid UTF-8 "
+                f"({exc.reason}); save the suite file as UTF-8"
+            ) from exc
+        if path.suffix.lower() == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(
+                    f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+                ) from exc
+            except RecursionError as exc:
+                raise ConfigError(f"{path}: the JSON is nested too deeply to read") from exc
+        else:
+            from ragmetrics.regression._suite_yaml import load_yaml
+
+            data = load_yaml(text, str(path))
+        return cls.from_data(data, source=str(path), llm=llm, embeddings=embeddings)
+
+    @classmethod
+    def from_data(
+        cls, data: Any, *, source: str = "<suite>", llm: Any = None, embeddings: Any = None
+    ) -> Suite:
+        """Build a suite from parsed YAML/JSON: a mapping with ``cases``, or a bare list of cases.
+
+        Raises:
+            ConfigError: A malformed field; the message names ``source`` and the field.
+        """
+        if isinstance(data, list):
+            data = {"cases": data}
+        if not isinstance(data, Mapping):
+            raise ConfigError(
+                f"{source}: the suite must be a mapping with 'cases' or a list of cases, "
+                f"got {type(data).__name__}"
+            )
+        unknown = sorted(set(data) - _SUITE_KEYS)
+        if unknown:
+            raise ConfigError(f"{source}: unknown top-level field(s) {unknown}; known: {sorted(_SUITE_KEYS)}")
+        cases = data.get("cases")
+        if not isinstance(cases, list) or not cases:
+            raise ConfigError(f"{source}: 'cases' must be a non-empty list")
+        defaults = {
+            "llm": llm if llm is not None else data.get("llm"),
+            "embeddings": embeddings if embeddings is not None else data.get("embeddings"),
+        }
+        _check_strings({k: v for k, v in data.items() if k != "cases"}, source)
+        built = [_case(raw, f"{source}: cases[{i}]", defaults) for i, raw in enumerate(cases)]
+        for field_name in ("name", "description"):
+            if field_name in data and not isinstance(data[field_name], str):
+                raise ConfigError(f"{source}: {field_name} must be a string")
+        return cls(
+            cases=tuple(built),
+            name=data.get("name") or Path(source).stem,
+            description=data.get("description", ""),
+            source=source,
+        )
+
+
+def _fields(case: Case) -> dict[str, Any]:
+    return {f: getattr(case, f) for f in Case.__dataclass_fields__}
+
+
+def _check(raw: Any, where: str, defaults: Mapping[str, Any]) -> Check:
+    if isinstance(raw, str):
+        raw = {"type": raw}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: an evaluator is a type name or a mapping with 'type', got {raw!r}")
+    options = dict(raw)
+    type_name = options.pop("type", None)
+    if type_name is None:
+        raise ConfigError(f"{where}: missing 'type' (e.g. type: exact_match)")
+    value = None
+    if "value" in options and type_name not in PRIMARY_OPTION:
+        value = options.pop("value")
+    try:
+        for key in ("llm", "embeddings"):  # the suite's judge and embedder, for evaluators that take one
+            if key not in options and defaults.get(key) is not None and key in evaluator_options(type_name):
+                options[key] = defaults[key]
+        evaluator = make_evaluator(type_name, **options)
+    except RagMetricsError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    return Check(evaluator=evaluator, value=value)
+
+
+def _check_strings(value: Any, where: str) -> None:
+    """Refuse a lone surrogate in any string of ``value`` (keys too): it could never be scored or written."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            try:
+                check_text(item, path.lstrip(".") or "value")
+            except InvalidInputError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        elif isinstance(item, Mapping):
+            stack += [(k, f"{path} (a key)") for k in item] + [(v, f"{path}.{k}") for k, v in item.items()]
+        elif isinstance(item, list):
+            stack += [(v, f"{path}[{i}]") for i, v in enumerate(item)]
+
+
+def _case(raw: Any, where: str, defaults: Mapping[str, Any]) -> Case:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: a case must be a mapping, got {type(raw).__name__}")
+    _check_strings(raw, where)
+    unknown = sorted(set(raw) - _CASE_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {unknown}; known: {sorted(_CASE_KEYS)}")
+    if "input" not in raw:
+        raise ConfigError(f"{where}: missing 'input'")
+    if not isinstance(raw["input"], str):
+        raise ConfigError(f"{where}.input: must be a string, got {type(raw['input']).__name__}")
+    for name in ("id", "description", "output"):
+        if raw.get(name) is not None and not isinstance(raw[name], (str, int)):
+            raise ConfigError(f"{where}.{name}: must be a string, got {type(raw[name]).__name__}")
+    entries = raw.get("evaluators")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{where}.evaluators: must be a non-empty list")
+    expected = raw.get("expected")
+    checks = []
+    for j, entry in enumerate(entries):
+        entry_where = f"{where}.evaluators[{j}]"
+        if (
+            isinstance(entry, Mapping)
+            and entry.get("type") == "regex"
+            and "pattern" not in entry
+            and "value" not in entry
+            and isinstance(expected, str)
+        ):
+            entry = {**entry, "pattern": expected}  # a regex case's expected value is its pattern
+        checks.append(_check(entry, entry_where, defaults))
+    passing = raw.get("passing", "all")
+    if passing not in ("all", "any"):
+        raise ConfigError(f"{where}.passing: must be 'all' or 'any', got {passing!r}")
+    output = raw.get("output")
+    return Case(
+        id=str(raw["id"]) if raw.get("id") is not None else "",
+        description=raw.get("description") or "",
+        input=raw["input"],
+        expected=expected,
+        passing=passing,
+        evaluators=tuple(checks),
+        output=str(output) if output is not None else None,
+    )

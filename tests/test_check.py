@@ -1,0 +1,65 @@
+"""The one set of input validators (ragmetrics/_check.py) and its two message formats."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ragmetrics._check import (
+    check_field,
+    check_flag,
+    check_int,
+    check_number,
+    check_option_text,
+    check_seconds,
+    config_error,
+)
+from ragmetrics.errors import ConfigError, InvalidInputError
+
+
+def test_a_bad_setting_names_owner_option_expected_value_and_what_to_do():
+    err = config_error("regex", "pattern", "a string", 3, hint="quote it in YAML")
+    assert str(err) == "regex: pattern must be a string, got 3; quote it in YAML"
+    long = str(config_error("x", "y", "short", "a" * 1000))
+    assert len(long) < 200 and " ... " in long
+
+
+def test_integers_refuse_bools_floats_and_out_of_bounds():
+    assert check_int(3, "n", "o", minimum=1) == 3
+    for bad in (True, 2.0, "3", 0):
+        with pytest.raises(ConfigError, match=r"o: n must be an integer >= 1, got"):
+            check_int(bad, "n", "o", minimum=1)
+    with pytest.raises(ConfigError, match=r"must be an integer in \[1, 1024\], got 2000"):
+        check_int(2000, "m", "custom", minimum=1, maximum=1024)
+
+
+def test_numbers_refuse_nan_infinity_bools_and_open_bounds():
+    assert check_number(0.5, "alpha", "compare", low=0, high=1, low_open=True, high_open=True) == 0.5
+    for bad in (math.nan, math.inf, True, "0.5", 0.0, 1.0):
+        with pytest.raises(ConfigError, match=r"compare: alpha must be a number in \(0, 1\)"):
+            check_number(bad, "alpha", "compare", low=0, high=1, low_open=True, high_open=True)
+    assert check_seconds(60, "timeout", "regex") == 60.0
+    with pytest.raises(ConfigError, match=r"regex: timeout must be a number of seconds in \(0, 60\], got 0"):
+        check_seconds(0, "timeout", "regex")
+
+
+def test_flags_and_option_text():
+    assert check_flag(False, "negate", "rouge") is False
+    with pytest.raises(ConfigError, match="rouge: negate must be true or false, got 1"):
+        check_flag(1, "negate", "rouge")
+    assert check_option_text("gpt", "model", "e") == "gpt"
+    with pytest.raises(ConfigError, match="e: model must be a non-empty string, got '  '"):
+        check_option_text("  ", "model", "e")
+
+
+def test_sample_fields_name_row_field_expected_and_got():
+    assert check_field(None, "reference", str, "a string or None", optional=True) is None
+    with pytest.raises(InvalidInputError) as caught:
+        check_field(5, "reference", str, "a string or None", row=3, detail="give text")
+    assert str(caught.value) == "row 3: field 'reference' must be a string or None, got int 5 (give text)"
+    assert caught.value.field == "reference" and caught.value.row == 3
+    with pytest.raises(InvalidInputError, match="field 'id' must be a string or an integer, got bool"):
+        check_field(True, "id", (str, int), "a string or an integer")
+    with pytest.raises(InvalidInputError, match="field 'contexts' must be a list of strings, got str"):
+        check_field("one passage", "contexts", (list, tuple), "a list of strings")
