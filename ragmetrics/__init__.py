@@ -34,6 +34,10 @@ from ragmetrics.errors import (
 
 _LAZY: dict[str, str] = {
     # metrics
+    "AnswerCorrectnessMetric": "ragmetrics.metrics.claims.answer_correctness",
+    "ContextPrecisionMetric": "ragmetrics.metrics.claims.context_precision",
+    "ContextRecallMetric": "ragmetrics.metrics.claims.context_recall",
+    "ContextRelevancyMetric": "ragmetrics.metrics.claims.context_relevancy",
     "FaithfulnessMetric": "ragmetrics.metrics.claims.faithfulness",
     "GroundednessMetric": "ragmetrics.metrics.claims.groundedness",
     "RelevancyMetric": "ragmetrics.metrics.claims.relevancy",
@@ -96,6 +100,7 @@ _ALIASES = {"EvalResult": ("ragmetrics.score", "MetricResult")}
 # Spelled out (not built from _LAZY) so that type checkers and linters see the public surface, and the
 # TYPE_CHECKING imports below as re-exports; tests/test_package.py checks that every name resolves.
 __all__ = [
+    "AnswerCorrectnessMetric",
     "BUILTIN_METRICS",
     "BleuEvaluator",
     "CacheError",
@@ -104,6 +109,9 @@ __all__ = [
     "ClaimRecord",
     "ConfigError",
     "ContainsEvaluator",
+    "ContextPrecisionMetric",
+    "ContextRecallMetric",
+    "ContextRelevancyMetric",
     "CosineSimilarityEvaluator",
     "CustomEvaluator",
     "Delta",
@@ -178,6 +186,10 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, resolve_judge
     from ragmetrics.metrics import BUILTIN_METRICS
+    from ragmetrics.metrics.claims.answer_correctness import AnswerCorrectnessMetric
+    from ragmetrics.metrics.claims.context_precision import ContextPrecisionMetric
+    from ragmetrics.metrics.claims.context_recall import ContextRecallMetric
+    from ragmetrics.metrics.claims.context_relevancy import ContextRelevancyMetric
     from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
     from ragmetrics.metrics.claims.groundedness import GroundednessMetric
     from ragmetrics.metrics.claims.relevancy import RelevancyMetric

@@ -69,10 +69,17 @@ def _extract_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
 def _verify_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
     for text in user_texts:
         if "<claims>" in text:
-            return {
+            found: dict[str, Any] = {
                 "claims": parse_numbered_blocks(text, "claim"),
                 "contexts": parse_numbered_blocks(text, "context"),
             }
+            if "<reference_claims>" in text:  # a verify.v2 prompt: the reference, the per-context part
+                blocks = parse_blocks(text)
+                found["reference_claims"] = parse_numbered_blocks(text, "reference_claim")
+                for name in ("question", "answer", "reference"):
+                    found[name] = _block_value(blocks.get(name))
+                found["per_context"] = 2 if found["question"] is not None else 1
+            return found
     return None
 
 

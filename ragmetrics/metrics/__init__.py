@@ -20,6 +20,10 @@ from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.metrics.base import JudgedMetric, Metric, Needs
+from ragmetrics.metrics.claims.answer_correctness import AnswerCorrectnessMetric
+from ragmetrics.metrics.claims.context_precision import ContextPrecisionMetric
+from ragmetrics.metrics.claims.context_recall import ContextRecallMetric
+from ragmetrics.metrics.claims.context_relevancy import ContextRelevancyMetric
 from ragmetrics.metrics.claims.engine import ClaimTask
 from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
 from ragmetrics.metrics.claims.groundedness import GroundednessMetric
@@ -44,7 +48,18 @@ __all__ = [
 ]
 
 RAG_METRICS: Mapping[str, type] = MappingProxyType(
-    {cls.name: cls for cls in (FaithfulnessMetric, RelevancyMetric, GroundednessMetric)}
+    {
+        cls.name: cls
+        for cls in (
+            FaithfulnessMetric,
+            RelevancyMetric,
+            GroundednessMetric,
+            ContextRecallMetric,
+            ContextPrecisionMetric,
+            ContextRelevancyMetric,
+            AnswerCorrectnessMetric,
+        )
+    }
 )
 """The claim-based RAG metrics by name."""
 

@@ -17,6 +17,7 @@ from typing import Any
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.metrics.base import JudgedMetric, check_threshold, needs_of, passed_at
+from ragmetrics.metrics.claims.metric import share_tasks
 from ragmetrics.pipeline.records import reserved_name
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult
@@ -110,6 +111,9 @@ def judged(metrics: Sequence[Any]) -> list[JudgedMetric]:
 def share_judges(metrics: Sequence[Any]) -> list[CachingJudge]:
     """Give judged metrics with equal ``judge_key()`` one caching judge; return the judges in use.
 
+    The claim metrics on one judge then get one merged task (:func:`share_tasks`), so they ask the
+    same requests and the cache makes each once.
+
     Resolving a judge is when a missing API key is reported (``ConfigError``), so this runs before
     the first call of a run.
     """
@@ -122,4 +126,5 @@ def share_judges(metrics: Sequence[Any]) -> list[CachingJudge]:
         else:
             groups[key] = metric.judge
         judges[id(metric.judge)] = metric.judge
+    share_tasks(metrics)
     return list(judges.values())

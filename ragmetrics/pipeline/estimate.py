@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics._textnorm import tokens_for_chars as _tokens
 from ragmetrics.errors import InvalidInputError
+from ragmetrics.judge import JudgeRequest
 from ragmetrics.judge.cache import CachingJudge, cache_key
 from ragmetrics.judge.pricing import batch_cost_usd, cost_usd
 from ragmetrics.metrics.base import needs_of
@@ -41,6 +42,8 @@ _VERDICT_OVERHEAD_CHARS = 130
 """Characters of one verdict's JSON besides the quote: index, verdict, context, a one-line reason."""
 _CLAIM_OVERHEAD_CHARS = 45
 """Characters of one extracted claim's JSON besides its text and span."""
+_CONTEXT_OVERHEAD_CHARS = 40
+"""Characters of one context's judgement per level asked (supports; relevance and a reason)."""
 
 
 @cache
@@ -180,32 +183,56 @@ class SampleEstimator:
     def _sample(self, group: _Group, sample: Sample, repeat: int, acc: _Cost) -> None:
         seen: set[str] = set()
         for metric in group.members:
-            claim_plan = metric.plan(sample, repeat)
-            if claim_plan is not None:
+            for claim_plan in metric.plans(sample, repeat):
                 self._plan(group.judge, claim_plan, seen, acc)
 
     def _plan(self, judge: CachingJudge, claim_plan: ClaimPlan, seen: set[str], acc: _Cost) -> None:
-        request = claim_plan.extract
+        claims, known = self._extract(judge, claim_plan.extract, claim_plan.text, seen, acc)
+        also_claims: list[str] = []
+        if claim_plan.also_extract is not None:
+            also_claims, also_known = self._extract(
+                judge, claim_plan.also_extract, claim_plan.also_text or "", seen, acc
+            )
+            known = known and also_known
+        self._verify(judge, claim_plan, claims, also_claims, known, seen, acc)
+
+    def _extract(
+        self, judge: CachingJudge, request: JudgeRequest[BaseModel] | None, text: str, seen: set[str], acc: _Cost
+    ) -> tuple[list[str], bool]:
+        """Bill an extraction once; its claims (from the cache if there, else guessed from sentences)."""
         if request is None:
-            return
-        key = cache_key(judge.inner, request)
+            return [], True
         entry = _peek(judge, request) if self.check_cache else None
         if entry is not None:
             claims = [c["text"] for c in entry["value"].get("claims", []) if str(c.get("text", "")).strip()]
-            known = True
         else:
-            claims = _sentences(claim_plan.text)
-            known = False
+            claims = _sentences(text)
+        key = cache_key(judge.inner, request)
         if key not in seen:
             seen.add(key)
-            if known:
+            if entry is not None:
                 acc.cached += 1
             else:
-                completion = _tokens(2 * len(claim_plan.text) + _CLAIM_OVERHEAD_CHARS * (len(claims) + 1))
-                prompt = _request_tokens(request) + _schema_tokens(request.response_model)
-                self._bill(judge, acc, prompt, completion)
-        claim_chars = sum(len(c) for c in claims)
-        for vreq in claim_plan.verify(claims):
+                completion = _tokens(2 * len(text) + _CLAIM_OVERHEAD_CHARS * (len(claims) + 1))
+                self._bill(
+                    judge, acc, _request_tokens(request) + _schema_tokens(request.response_model), completion
+                )
+        return claims, entry is not None
+
+    def _verify(
+        self,
+        judge: CachingJudge,
+        claim_plan: ClaimPlan,
+        claims: list[str],
+        also_claims: list[str],
+        known: bool,
+        seen: set[str],
+        acc: _Cost,
+    ) -> None:
+        n = len(claims) + len(also_claims)
+        claim_chars = sum(len(c) for c in claims) + sum(len(c) for c in also_claims)
+        per_context = _CONTEXT_OVERHEAD_CHARS * claim_plan.task.per_context
+        for vreq in claim_plan.verify(claims, also_claims):
             vkey = cache_key(judge.inner, vreq)
             if vkey in seen:
                 continue
@@ -213,7 +240,8 @@ class SampleEstimator:
             if known and self.check_cache and _peek(judge, vreq) is not None:
                 acc.cached += 1
                 continue
-            completion = _tokens(len(claims) * _VERDICT_OVERHEAD_CHARS + claim_chars)
+            contexts = len(vreq.variables.get("contexts") or ())
+            completion = _tokens(n * _VERDICT_OVERHEAD_CHARS + claim_chars + contexts * per_context)
             self._bill(judge, acc, _request_tokens(vreq) + _schema_tokens(vreq.response_model), completion)
 
     @staticmethod

@@ -82,13 +82,14 @@ def test_the_plan_splits_the_reference_and_checks_it_against_the_contexts() -> N
 
     metric = ToyRecall(llm="offline", cache=False)
     sample = Sample(question=Q, answer="Paris.", contexts=("c0", "c1"), reference="Paris is in France.")
-    plan = metric.plan(sample)
-    assert plan is not None and plan.extract is not None
+    (plan,) = metric.plans(sample)
+    assert plan.extract is not None
     assert plan.text == "Paris is in France." and plan.extract.variables["answer"] == "Paris is in France."
     assert plan.sources == ("c0", "c1") and len(plan.verify(["a claim"])) == 1
-    assert metric.plan(Sample(question=Q, answer="Paris.", contexts=("c0",))) is None  # no reference
+    assert metric.plans(Sample(question=Q, answer="Paris.", contexts=("c0",))) == []  # no reference
     # the empty-text check follows the split text: an empty answer still has a reference to split
-    assert metric.plan(Sample(question=Q, answer="", contexts=("c0",), reference="R is R.")) is not None
+    (plan,) = metric.plans(Sample(question=Q, answer="", contexts=("c0",), reference="R is R."))
+    assert plan.extract is not None
 
 
 def test_pipeline_and_estimate_agree_with_the_fake_server(

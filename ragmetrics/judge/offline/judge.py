@@ -25,7 +25,11 @@ prompts are not read), the same input always giving the same output.
     with the question is ``direct``, one stem or the topic of a direct claim ``supporting``, nothing
     ``off_topic``; refusals with no direct claim make the answer not address the question.
 
-``claims.verify`` (``claims``, ``contexts``)
+``claims.verify`` (``claims``, ``contexts``; ``verify.v2`` adds ``reference_claims``, ``question``,
+``answer``, ``reference``, ``per_context``)
+    A ``verify.v2`` request is answered by :mod:`ragmetrics.judge.offline.per_context`: the same
+    verdicts, the verdict against the other text, and per context the claims it alone supports and
+    its lexical relevance to the question (:mod:`ragmetrics.judge.offline.retrieval`).
     Every verdict carries ``support``, the probability that the claim is supported; faithfulness is
     supported / all claims as for every judge, and reports the mean support in
     ``details["mean_support"]`` (a finer signal for ranking). *Raw support* is the
@@ -88,6 +92,7 @@ from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
 from ragmetrics.judge.offline.claims import _extract
 from ragmetrics.judge.offline.grading import TASKS as GRADING_TASKS
 from ragmetrics.judge.offline.grading import answer_grading
+from ragmetrics.judge.offline.per_context import verify_v2
 from ragmetrics.judge.offline.support import (
     CONTRADICTED_SUPPORT,
     CONTRADICTION_OVERLAP,
@@ -203,6 +208,8 @@ def answer(
     if task == "claims.extract":
         return _extract(variables.get("question"), str(variables.get("answer") or ""))
     if task == "claims.verify":
+        if "reference_claims" in variables:  # a verify.v2 request
+            return verify_v2(variables, semantic)
         return _verify(list(variables.get("claims") or []), list(variables.get("contexts") or []), semantic)
     graded = answer_grading(task, variables)
     if graded is not None:

@@ -1,25 +1,29 @@
 """The claim engine: ONE call plan, run by the metrics and read by the estimator.
 
 A claim metric declares a :class:`ClaimTask`: which text is split into claims (the answer or the
-reference) and what the claims are checked against (the contexts, the reference, the answer, or
-nothing). :func:`plan` turns a task and a sample into the calls that sample needs:
+reference), what the claims are checked against (the contexts, the reference, the answer, or
+nothing), whether the reference is split too (``also``) and what is asked per context
+(``per_context``). :func:`plan` turns a task and a sample into the calls that sample needs:
 
-1. **Extract** (one call per distinct question + text): atomic claims, each with its span and
-   relevance to the question, plus whether the text addresses the question at all. No call when the
-   split text is empty.
+1. **Extract** (one call per distinct question + text, the reference's beside the answer's): atomic
+   claims, each with its span and relevance to the question, plus whether the text addresses the
+   question at all. No call for an empty text.
 2. **Verify** (one call per chunk of the sources; the sources are split into chunks of at most
-   ``budget_tokens``): a verdict per claim with the deciding source, a verbatim quote and a reason.
-   Across chunks a claim is supported if any chunk supports it, else contradicted if any contradicts
-   it, else not_found. No call when there are no claims or no sources.
+   ``budget_tokens``): a verdict per claim with the deciding source, a verbatim quote and a reason;
+   with ``also``, every claim is also judged against the other text; with ``per_context``, each
+   context lists the claims it supports (and its relevance to the question). Across chunks a claim
+   is supported if any chunk supports it, else contradicted if any contradicts it, else not_found. No
+   call when there are no claims or no sources (unless the metric forces it).
 
-:func:`run_claims` runs a plan; ``ragmetrics.pipeline.estimate`` prices the same plan, so an
-estimate cannot drift from a run. Both requests go through the caching judge, so metrics that share a
-judge and ask the same request share the call: the three RAG metrics on one sample cost two calls.
+:func:`ragmetrics.metrics.claims.run.run_claims` runs a plan; ``ragmetrics.pipeline.estimate``
+prices the same plan, so an estimate cannot drift from a run. The claim metrics on one judge in a
+run get one merged task (:func:`merge_tasks`), so they ask identical requests, which the caching
+judge makes once: the three RAG metrics cost two calls per sample, all seven two without a reference
+and three with one.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -27,35 +31,33 @@ from typing import Literal
 from rapidfuzz import fuzz
 
 from ragmetrics._textnorm import CHARS_PER_TOKEN, estimate_tokens, normalize_for_match
-from ragmetrics.errors import JudgeError
-from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, Message
-from ragmetrics.judge.metering import note_unclaimed
+from ragmetrics.errors import ConfigError
+from ragmetrics.judge import JudgeRequest, Message
 from ragmetrics.judge.offline.claims import states_facts
 from ragmetrics.metrics.claims.schemas import (
     ClaimExtraction,
     ClaimVerification,
-    VerifiedClaim,
     extraction_model,
     verification_model,
 )
 from ragmetrics.prompting import load_prompt, numbered_blocks, render
 from ragmetrics.sample import Sample
-from ragmetrics.score import ClaimRecord, Usage, spent_by
 
 __all__ = [
+    "merge_tasks",
     "ClaimPlan",
     "ClaimTask",
-    "ClaimsOutcome",
     "chunk_contexts",
     "extract_request",
     "plan",
     "quote_found",
-    "run_claims",
     "verify_request",
 ]
 
 EXTRACT_VERSION = "claims/extract.v1"
 VERIFY_VERSION = "claims/verify.v1"
+VERIFY_V2_VERSION = "claims/verify.v2"
+"""Verification with a second text (a verdict per claim against it too) and a per-context part."""
 SYSTEM_VERSION = "claims/system.v1"
 LOGIC_VERSION = "1"
 QUOTE_MIN_RATIO = 90.0
@@ -125,16 +127,48 @@ class ClaimTask:
     """The text split into claims."""
     against: Source | None = "contexts"
     """What the claims are verified against; None: extraction only (relevancy)."""
+    also: Literal["reference"] | None = None
+    """Split the reference too, when the sample has one, and verify both claim lists in the same
+    request, each claim also judged against the other text (the answer's against the reference, the
+    reference's against the answer); only with ``split="answer"`` (``verify.v2``)."""
+    per_context: int = 0
+    """Per context, 1: the claims it supports; 2: also its relevance to the question (``verify.v2``)."""
+
+    def __post_init__(self) -> None:
+        if self.also is not None and (self.split != "answer" or self.against != "contexts"):
+            raise ConfigError("ClaimTask: also='reference' goes with split='answer', against='contexts'")
+        if self.per_context not in (0, 1, 2):
+            raise ConfigError(f"ClaimTask: per_context must be 0, 1 or 2, got {self.per_context!r}")
+
+    @property
+    def v2(self) -> bool:
+        """Whether the verification asks more than a verdict per claim (the ``verify.v2`` prompt)."""
+        return self.also is not None or self.per_context > 0
+
+
+def merge_tasks(tasks: Sequence[ClaimTask]) -> ClaimTask | None:
+    """One task that asks everything ``tasks`` ask, for metrics that share a judge; None if they differ.
+
+    Tasks that split the answer and check it against the contexts merge into one (the reference split
+    too if any asks it, the widest per-context part), so faithfulness, groundedness, the context
+    metrics and answer correctness make one verification request per sample together; alone,
+    faithfulness and groundedness still make the plain ``verify.v1`` request.
+    """
+    if not tasks or any(t.split != "answer" or t.against != "contexts" for t in tasks):
+        return None
+    if any(t.also for t in tasks):
+        return ClaimTask(also="reference", per_context=max(t.per_context for t in tasks))
+    return ClaimTask(per_context=max(t.per_context for t in tasks))
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimPlan:
-    """The calls one sample needs for one task: the extraction, then one verification per chunk."""
+    """The calls one sample needs for one task: the extraction(s), then one verification per chunk."""
 
     task: ClaimTask
     question: str | None
     text: str
-    """The split text (empty: no call at all)."""
+    """The split text (empty: nothing extracted from it)."""
     sources: tuple[str, ...]
     """The texts the claims are checked against (verdict indices point into these)."""
     chunks: tuple[tuple[_Piece, ...], ...]
@@ -142,12 +176,35 @@ class ClaimPlan:
     extract: JudgeRequest[ClaimExtraction] | None
     """The extraction request; None when the split text is empty."""
     repeat: int = 0
+    also_text: str | None = None
+    """The reference (``task.also``) when the sample has one."""
+    also_extract: JudgeRequest[ClaimExtraction] | None = None
+    """Its extraction request."""
+    force: bool = False
+    """Verify even without claims (a per-context judgement is wanted all the same)."""
 
-    def verify(self, claims: Sequence[str]) -> list[JudgeRequest[ClaimVerification]]:
-        """The verification requests for ``claims`` (one per chunk; none without claims or sources)."""
-        if not claims:
+    def verify(
+        self, claims: Sequence[str], also_claims: Sequence[str] = ()
+    ) -> list[JudgeRequest[ClaimVerification]]:
+        """The verification requests (one per chunk; none without claims or sources unless forced)."""
+        if not claims and not also_claims and not self.force:
             return []
-        return [verify_request(claims, [p.text for p in chunk], self.repeat) for chunk in self.chunks]
+        if not self.task.v2:
+            return [verify_request(claims, [p.text for p in chunk], self.repeat) for chunk in self.chunks]
+        joint = self.also_text is not None
+        return [
+            verify_request(
+                claims,
+                [p.text for p in chunk],
+                self.repeat,
+                question=self.question if self.task.per_context > 1 else None,
+                answer=self.text if joint else None,
+                reference=self.also_text,
+                reference_claims=also_claims,
+                per_context=self.task.per_context,
+            )
+            for chunk in self.chunks
+        ]
 
 
 def _sources(sample: Sample, against: Source | None) -> tuple[str, ...]:
@@ -159,14 +216,35 @@ def _sources(sample: Sample, against: Source | None) -> tuple[str, ...]:
     return (text,) if text and text.strip() else ()
 
 
-def plan(sample: Sample, task: ClaimTask, budget_tokens: int, repeat: int = 0) -> ClaimPlan:
-    """The calls ``sample`` needs for ``task``; what a run makes and what an estimate prices."""
+def plan(
+    sample: Sample, task: ClaimTask, budget_tokens: int, repeat: int = 0, *, force: bool = False
+) -> ClaimPlan:
+    """The calls ``sample`` needs for ``task``; what a run makes and what an estimate prices.
+
+    ``force``: verify even when there are no claims, and against no contexts when there is a
+    reference (a metric that needs the per-context part, or the verdicts against the other text).
+    """
     text = (sample.reference or "") if task.split == "reference" else sample.answer
     question = sample.question
     sources = _sources(sample, task.against)
-    chunks = tuple(tuple(c) for c in chunk_contexts(sources, budget_tokens)) if sources else ()
-    extract = _extract_request(question, text, repeat) if text.strip() else None
-    return ClaimPlan(task, question, text, sources, chunks, extract, repeat)
+    also = _sources(sample, task.also)[0] if task.also is not None and _sources(sample, task.also) else None
+    chunks: tuple[tuple[_Piece, ...], ...] = ()
+    if sources:
+        chunks = tuple(tuple(c) for c in chunk_contexts(sources, budget_tokens))
+    elif force and also is not None:
+        chunks = ((),)  # nothing to check against but the other text
+    return ClaimPlan(
+        task,
+        question,
+        text,
+        sources,
+        chunks,
+        _extract_request(question, text, repeat) if text.strip() else None,
+        repeat,
+        also,
+        _extract_request(question, also, repeat) if also is not None else None,
+        force and bool(chunks),
+    )
 
 
 def _messages(user: str) -> tuple[Message, ...]:
@@ -199,119 +277,68 @@ def extract_request(sample: Sample, repeat: int = 0) -> JudgeRequest[ClaimExtrac
 
 
 def verify_request(
-    claims: Sequence[str], chunk: Sequence[str], repeat: int = 0
+    claims: Sequence[str],
+    chunk: Sequence[str],
+    repeat: int = 0,
+    *,
+    question: str | None = None,
+    answer: str | None = None,
+    reference: str | None = None,
+    reference_claims: Sequence[str] = (),
+    per_context: int = 0,
 ) -> JudgeRequest[ClaimVerification]:
-    """The verification request for all claims against one chunk of sources."""
-    prompt = load_prompt(VERIFY_VERSION)
+    """The verification request for all claims against one chunk of sources.
+
+    With a ``reference`` or a ``per_context`` part it is a ``verify.v2`` request: the reference's
+    claims follow the answer's (numbered on), each verdict also judges the claim against the other text,
+    and each context lists the claims it supports (and, with ``per_context=2``, its relevance to
+    ``question``).
+    """
+    if reference is None and not per_context and answer is None:
+        prompt = load_prompt(VERIFY_VERSION)
+        return JudgeRequest(
+            task="claims.verify",
+            prompts=(load_prompt(SYSTEM_VERSION), prompt),
+            messages=_messages(
+                render(
+                    prompt,
+                    contexts=numbered_blocks("context", list(chunk)),
+                    claims=numbered_blocks("claim", list(claims)),
+                )
+            ),
+            response_model=verification_model(len(claims), len(chunk)),
+            variables={"claims": list(claims), "contexts": list(chunk)},
+            version=LOGIC_VERSION,
+            repeat=repeat,
+        )
+    prompt = load_prompt(VERIFY_V2_VERSION)
+    n = len(claims)
     return JudgeRequest(
         task="claims.verify",
         prompts=(load_prompt(SYSTEM_VERSION), prompt),
         messages=_messages(
             render(
                 prompt,
+                question=question,
+                answer=answer,
+                reference=reference,
                 contexts=numbered_blocks("context", list(chunk)),
                 claims=numbered_blocks("claim", list(claims)),
+                reference_claims=numbered_blocks("reference_claim", list(reference_claims), start=n),
             )
         ),
-        response_model=verification_model(len(claims), len(chunk)),
-        variables={"claims": list(claims), "contexts": list(chunk)},
+        response_model=verification_model(
+            n + len(reference_claims), len(chunk), text=reference is not None, per_context=per_context
+        ),
+        variables={
+            "claims": list(claims),
+            "reference_claims": list(reference_claims),
+            "contexts": list(chunk),
+            "question": question,
+            "answer": answer,
+            "reference": reference,
+            "per_context": per_context,
+        },
         version=LOGIC_VERSION,
         repeat=repeat,
-    )
-
-
-# -- running a plan -------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class ClaimsOutcome:
-    """Claims of one text with their verdicts, and what producing them cost."""
-
-    plan: ClaimPlan
-    extraction: ClaimExtraction | None
-    """None when the split text was empty (no call made)."""
-    verdicts: list[VerifiedClaim | None]
-    """Per claim; None when verification was not run (no sources, or extraction only)."""
-    usage: Usage
-    chunks: int = 0
-    repairs: tuple[str, ...] = ()
-    """Unambiguous slips in the judge's replies that were repaired instead of re-asked."""
-
-    def records(self) -> list[ClaimRecord]:
-        """The claims as result records, with the evidence quote checked against its source."""
-        sources = self.plan.sources
-        claims = self.extraction.claims if self.extraction is not None else []
-        out = []
-        for i, claim in enumerate(claims):
-            v = self.verdicts[i] if i < len(self.verdicts) else None
-            verified = None
-            if v is not None and v.verdict != "not_found":
-                verified = (
-                    v.context is not None
-                    and 0 <= v.context < len(sources)
-                    and quote_found(v.evidence, sources[v.context])
-                )
-            out.append(
-                ClaimRecord(
-                    text=claim.text,
-                    span=claim.span,
-                    relevance=claim.relevance,
-                    verdict=v.verdict if v else None,
-                    context_index=v.context if v else None,
-                    evidence=v.evidence if v else "",
-                    evidence_verified=verified,
-                    reason=v.reason if v else "",
-                    support=v.support if v else None,
-                )
-            )
-        return out
-
-
-_RANK = {"supported": 0, "contradicted": 1, "not_found": 2}
-
-
-async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
-    """Make the calls of ``claim_plan``: extract the claims, then verify them chunk by chunk.
-
-    Raises:
-        JudgeError: A call failed for good; its ``usage`` covers every call made here (extraction and
-            every verification chunk), not only the failed one.
-    """
-    if claim_plan.extract is None:
-        return ClaimsOutcome(claim_plan, None, [], Usage())
-    reply = await judge.complete(claim_plan.extract)
-    extraction = reply.value
-    usage = reply.usage
-    claims = [c.text for c in extraction.claims]
-    verdicts: list[VerifiedClaim | None] = [None] * len(claims)
-    requests = claim_plan.verify(claims)
-    if not requests:
-        return ClaimsOutcome(claim_plan, extraction, verdicts, usage)
-    # every chunk finishes (and is paid for) even when one fails, so the failure carries their usage
-    try:
-        answers: list[JudgeReply[ClaimVerification] | BaseException] = await asyncio.gather(
-            *(judge.complete(request) for request in requests), return_exceptions=True
-        )
-    except asyncio.CancelledError:  # the sample timed out: the extraction was paid for all the same
-        note_unclaimed(usage)
-        raise
-    failures = [a for a in answers if isinstance(a, BaseException)]
-    for answer in answers:
-        usage = usage + (answer.usage if isinstance(answer, JudgeReply) else spent_by(answer))
-    if failures:
-        first = failures[0]
-        raise first.with_usage(usage) if isinstance(first, JudgeError) else first
-    replies = [a for a in answers if isinstance(a, JudgeReply)]
-    repairs: list[str] = []
-    for chunk, chunk_reply in zip(claim_plan.chunks, replies, strict=True):  # gather: one per chunk
-        result = chunk_reply.value
-        repairs += [r for r in result.repairs if r not in repairs]
-        for v in result.verdicts:
-            local = v.context
-            mapped = v.model_copy(update={"context": chunk[local].index if local is not None else None})
-            current = verdicts[v.claim]
-            if current is None or _RANK[mapped.verdict] < _RANK[current.verdict]:
-                verdicts[v.claim] = mapped
-    return ClaimsOutcome(
-        claim_plan, extraction, verdicts, usage, chunks=len(claim_plan.chunks), repairs=tuple(repairs)
     )

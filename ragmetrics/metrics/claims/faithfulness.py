@@ -62,5 +62,5 @@ class FaithfulnessMetric(ClaimMetric):
     """
 
     name = "faithfulness"
-    task = ClaimTask(split="answer", against="contexts")
+    task = ClaimTask()
     scoring = staticmethod(faithfulness)

@@ -58,5 +58,5 @@ class GroundednessMetric(ClaimMetric):
     """
 
     name = "groundedness"
-    task = ClaimTask(split="answer", against="contexts")
+    task = ClaimTask()
     scoring = staticmethod(groundedness)

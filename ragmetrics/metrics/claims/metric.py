@@ -6,10 +6,14 @@ class does the rest once for every claim metric: the judge (resolved lazily, sha
 the input checks its :class:`~ragmetrics.metrics.base.Needs` imply, running the plan, the failure
 result, latency, the claim rates and the ``*_sync`` twins. A new metric that splits the reference::
 
-    class ContextRecall(ClaimMetric):
-        name = "context_recall"
+    def recall(found: Found) -> ClaimScore:
+        hits = sum(c.verdict == "supported" for c in found.claims)
+        return ClaimScore(score=hits / len(found.claims), reasoning=f"{hits} supported")
+
+    class ToyRecall(ClaimMetric):
+        name = "toy_recall"
         task = ClaimTask(split="reference", against="contexts")
-        scoring = staticmethod(lambda found: ClaimScore(score=share_supported(found.claims), reasoning="..."))
+        scoring = staticmethod(recall)
 """
 
 from __future__ import annotations
@@ -29,18 +33,29 @@ from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at
 from ragmetrics.metrics.claims.engine import (
     EXTRACT_VERSION,
+    VERIFY_V2_VERSION,
     VERIFY_VERSION,
-    ClaimsOutcome,
+    ClaimPlan,
     ClaimTask,
+    merge_tasks,
     plan,
-    run_claims,
 )
-from ragmetrics.metrics.claims.schemas import ClaimExtraction
+from ragmetrics.metrics.claims.run import ClaimsOutcome, run_claims
+from ragmetrics.metrics.claims.schemas import ClaimExtraction, ContextJudgement
 from ragmetrics.prompting import load_prompt
 from ragmetrics.sample import Sample
-from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage
+from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, Verdict
 
-__all__ = ["ClaimMetric", "ClaimScore", "Found", "describe_claim", "verified_edge"]
+__all__ = [
+    "ClaimMetric",
+    "share_tasks",
+    "ClaimScore",
+    "Found",
+    "context_details",
+    "describe_claim",
+    "unjudged",
+    "verified_edge",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +72,13 @@ class Found:
     chunks: int = 0
     """Verification calls made (one per chunk of the sources)."""
     repairs: tuple[str, ...] = ()
+    text_verdicts: tuple[Verdict | None, ...] = ()
+    """Per claim, its verdict against the task's second text (``ClaimTask.also``), None if not judged."""
+    judged: tuple[ContextJudgement | None, ...] = ()
+    """Per source (context), what the judge said of it: the claims it supports, its relevance."""
+    other: Found | None = None
+    """The reference's claims, for a task that splits it too (``ClaimTask.also``): its text verdicts
+    are against the answer."""
 
     @property
     def empty(self) -> bool:
@@ -128,6 +150,36 @@ def verified_edge(
     return None
 
 
+def context_details(found: Found, *, relevance: bool = False) -> list[dict[str, Any]]:
+    """``details["contexts"]``: per context in retrieval order, relevant or not, its claims and reason.
+
+    ``relevance``: relevant is the judge's relevance to the question; otherwise a context is relevant
+    when it supports a claim. Unjudged contexts have ``None``s.
+    """
+    out: list[dict[str, Any]] = []
+    for i in range(len(found.sources)):
+        judged = found.judged[i] if i < len(found.judged) else None
+        if judged is None:
+            out.append({"index": i, "relevant": None, "supports": [], "reason": None})
+            continue
+        relevant = judged.relevant if relevance else bool(judged.supports)
+        reason = (judged.reason or None) if relevance else None
+        out.append({"index": i, "relevant": relevant, "supports": list(judged.supports), "reason": reason})
+    return out
+
+
+def unjudged(found: Found) -> ClaimScore | None:
+    """A no-score result when the judge left some context without its per-context judgement."""
+    missing = [i for i in range(len(found.sources)) if i >= len(found.judged) or found.judged[i] is None]
+    if not missing:
+        return None
+    return ClaimScore(
+        score=None,
+        status="judge_output_invalid",
+        message=f"the judge gave no per-context judgement for context(s) {missing}",
+    )
+
+
 class ClaimMetric(JudgeHolder):
     """Base of the claim-based metrics: a task and a scoring function; judge, checks and result here."""
 
@@ -136,6 +188,10 @@ class ClaimMetric(JudgeHolder):
     """What is split into claims and what they are checked against."""
     question_required: ClassVar[bool] = False
     """The metric judges against the question (a row without one gets ``invalid_input``)."""
+    reference_required: ClassVar[bool] = False
+    """The metric needs a reference even though its task does not split it (answer correctness)."""
+    verify_always: ClassVar[bool] = False
+    """Verify even when the split text has no claims (the per-context part is wanted all the same)."""
 
     def __init__(
         self,
@@ -169,6 +225,7 @@ class ClaimMetric(JudgeHolder):
         if not isinstance(context_budget_tokens, int) or context_budget_tokens < 64:
             raise ConfigError(f"{type(self).__name__}: context_budget_tokens must be an int >= 64")
         self.context_budget_tokens = context_budget_tokens
+        self._shared_task: ClaimTask | None = None
         self._init_judge(type(self).__name__, llm, cache, judge_options)
 
     @staticmethod
@@ -189,16 +246,25 @@ class ClaimMetric(JudgeHolder):
         return Needs(
             question=self.question_required,
             contexts=task.against == "contexts",
-            reference="reference" in (task.split, task.against),
+            reference=self.reference_required or "reference" in (task.split, task.against),
             judge=True,
             shares_judge=True,
         )
 
-    def plan(self, sample: Sample, repeat: int = 0) -> Any:
-        """The calls this metric makes on ``sample`` (None when an input it needs is missing)."""
+    def plans(self, sample: Sample, repeat: int = 0) -> list[ClaimPlan]:
+        """The calls this metric makes on ``sample`` (none when an input it needs is missing)."""
         if missing_input(sample, self.needs, self.name) is not None:
-            return None
-        return plan(sample, self.task, self.context_budget_tokens, repeat)
+            return []
+        return [plan(sample, self.active_task, self.context_budget_tokens, repeat, force=self.verify_always)]
+
+    @property
+    def active_task(self) -> ClaimTask:
+        """The task run: ``task``, or the merged task of the claim metrics sharing this judge in a run."""
+        return self._shared_task or self.task
+
+    def use_task(self, task: ClaimTask | None) -> None:
+        """Run ``task`` (a merge of this metric's task with others', see :func:`share_tasks`)."""
+        self._shared_task = task
 
     # -- public API ---------------------------------------------------------------------------------
     async def evaluate(
@@ -269,19 +335,24 @@ class ClaimMetric(JudgeHolder):
         if missing is not None:
             return self._result(ClaimScore(score=None, status="invalid_input", message=str(missing)), started)
         try:
-            outcome = await run_claims(judge, plan(sample, self.task, self.context_budget_tokens, repeat))
+            claim_plan = plan(
+                sample, self.active_task, self.context_budget_tokens, repeat, force=self.verify_always
+            )
+            outcome = await run_claims(judge, claim_plan)
         except JudgeError as exc:  # what the failed calls cost stays on the result
             fields = failure_from(exc, metric=self.name).result_fields()
             failed = ClaimScore(score=None, status=fields["status"], message=fields["message"])
             return self._result(failed, started, usage=fields["usage"])
         found = _found(sample, outcome)
-        return self._result(self.scoring(found), started, usage=outcome.usage, found=found.claims)
+        usage = outcome.usage
+        return self._result(self.scoring(found), started, usage=usage, found=found.claims)
 
     # -- the one place a claim score becomes a result ----------------------------------------------
     def _signature(self) -> str:
         prompts = [load_prompt(EXTRACT_VERSION)]
-        if self.task.against is not None:
-            prompts.append(load_prompt(VERIFY_VERSION))
+        task = self.active_task
+        if task.against is not None:
+            prompts.append(load_prompt(VERIFY_V2_VERSION if task.v2 else VERIFY_VERSION))
         info = self.judge.info
         return (
             f"{self.name}|prompts={','.join(p.short for p in prompts)}|judge={info.spec}"
@@ -335,6 +406,34 @@ class ClaimMetric(JudgeHolder):
 
 
 def _found(sample: Sample, outcome: ClaimsOutcome) -> Found:
+    """What was found, as the scoring reads it: the split text's claims, and the reference's apart."""
+    n = outcome.n_main
+
+    def judged(lo: int, hi: int) -> tuple[ContextJudgement | None, ...]:
+        return tuple(
+            None
+            if j is None
+            else j.model_copy(update={"supports": [i - lo for i in j.supports if lo <= i < hi]})
+            for j in outcome.judged
+        )
+
+    def text_verdicts(lo: int, hi: int) -> tuple[Verdict | None, ...]:
+        got = outcome.verdicts[lo:hi]
+        return tuple(v.text_verdict if v is not None else None for v in got)
+
+    total = len(outcome.verdicts)
+    other = None
+    if outcome.also_extraction is not None:
+        other = Found(
+            sample=sample,
+            claims=outcome.records(also=True),
+            extraction=outcome.also_extraction,
+            sources=outcome.plan.sources,
+            chunks=outcome.chunks,
+            repairs=outcome.repairs,
+            text_verdicts=text_verdicts(n, total),
+            judged=judged(n, total),
+        )
     return Found(
         sample=sample,
         claims=outcome.records(),
@@ -342,4 +441,23 @@ def _found(sample: Sample, outcome: ClaimsOutcome) -> Found:
         sources=outcome.plan.sources,
         chunks=outcome.chunks,
         repairs=outcome.repairs,
+        text_verdicts=text_verdicts(0, n),
+        judged=judged(0, n),
+        other=other,
     )
+
+
+def share_tasks(metrics: Sequence[object]) -> None:
+    """Give the claim metrics on one judge one merged task, so their requests are the same (made once).
+
+    Run after the judges are shared (``share_judges``); a metric alone on its judge runs its own task.
+    """
+    groups: dict[int, list[ClaimMetric]] = {}
+    for metric in metrics:
+        if isinstance(metric, ClaimMetric):
+            groups.setdefault(id(metric.judge), []).append(metric)
+    for members in groups.values():
+        mergeable = [m for m in members if merge_tasks([m.task]) is not None]
+        merged = merge_tasks([m.task for m in mergeable])
+        for m in members:
+            m.use_task(merged if m in mergeable and len(mergeable) > 1 else None)

@@ -28,6 +28,7 @@ from ragmetrics.judge.schema import strict_schema
 __all__ = [
     "ClaimExtraction",
     "ClaimVerification",
+    "ContextJudgement",
     "ExtractedClaim",
     "LeanSchema",
     "VerifiedClaim",
@@ -152,6 +153,22 @@ class VerifiedClaim(LeanSchema):
     support: SkipJsonSchema[float | None] = Field(default=None, ge=0.0, le=1.0)
     """Probability that the claim is supported, from heuristic judges only (never asked of an LLM:
     it is left out of the JSON schema). ``supported`` verdicts have support >= 0.5."""
+    text_verdict: SkipJsonSchema[Literal["supported", "contradicted", "not_found"] | None] = None
+    """The verdict against the request's second text (the reference for answer claims, the answer for
+    reference claims); in the schema only when the request has one (``verification_model(text=True)``)."""
+
+
+class ContextJudgement(LeanSchema):
+    """What one context holds for the request: relevance to the question, the claims it supports."""
+
+    context: int
+    """Index of the context."""
+    relevant: bool | None = None
+    """Whether it bears on the question (asked only with ``relevance=True``)."""
+    supports: list[int] = Field(default_factory=list)
+    """Indices of the claims it supports."""
+    reason: str = ""
+    """One line on its relevance (asked only with ``relevance=True``)."""
 
 
 SHIFT_REPAIR = "verification claim ids shifted from 1..N to 0..N-1"
@@ -168,9 +185,16 @@ class ClaimVerification(LeanSchema):
 
     _n_claims: ClassVar[int | None] = None
     _n_contexts: ClassVar[int | None] = None
+    _text: ClassVar[bool] = False
+    """The request has a second text: each verdict slot also asks ``text_verdict``."""
+    _per_context: ClassVar[int] = 0
+    """0: no per-context part; 1: ``supports`` per context; 2: also ``relevant`` and ``reason``."""
 
     verdicts: list[VerifiedClaim]
     """One verdict per claim."""
+    contexts: SkipJsonSchema[list[ContextJudgement]] = Field(default_factory=list)
+    """Per context (``verify.v2`` requests only): the claims it supports and, if asked, its relevance.
+    A reply without it validates (older answerers); the metrics that need it then report no score."""
     repairs: SkipJsonSchema[list[str]] = Field(default_factory=list)
     """Unambiguous slips in the reply that were repaired instead of re-asked (never asked of a judge)."""
 
@@ -184,19 +208,41 @@ class ClaimVerification(LeanSchema):
             if n_contexts
             else {"type": "null"}
         )
+        verdict = {"type": "string", "enum": ["supported", "contradicted", "not_found"]}
         slot = {
             "type": "object",
             "properties": {
-                "verdict": {"type": "string", "enum": ["supported", "contradicted", "not_found"]},
+                "verdict": verdict,
                 "context": context,
                 "evidence": {"type": "string"},
                 "reason": {"type": "string"},
+                **({"text_verdict": dict(verdict)} if cls._text else {}),
             },
         }
         keys = [str(i) for i in range(n_claims)]
         ref = {"$ref": "#/$defs/Verdict"}  # the slot is defined once: the schema travels as prompt tokens
         schema["properties"]["verdicts"] = {"type": "object", "properties": {k: dict(ref) for k in keys}}
         schema["$defs"] = {"Verdict": slot}
+        if cls._per_context and n_contexts:
+            claim_ids: dict[str, Any] = {
+                "type": "array",
+                "items": {"type": "integer", "enum": list(range(n_claims))},
+            }
+            if not n_claims:
+                claim_ids = {"type": "array", "maxItems": 0, "items": {"type": "integer"}}
+            judged: dict[str, Any] = {"supports": claim_ids}
+            if cls._per_context > 1:
+                judged = {
+                    "relevant": {"type": "boolean"},
+                    "supports": claim_ids,
+                    "reason": {"type": "string"},
+                }
+            schema["$defs"]["Context"] = {"type": "object", "properties": judged}
+            cref = {"$ref": "#/$defs/Context"}
+            schema["properties"]["contexts"] = {
+                "type": "object",
+                "properties": {str(j): dict(cref) for j in range(n_contexts)},
+            }
         return schema
 
     @model_validator(mode="before")
@@ -204,6 +250,14 @@ class ClaimVerification(LeanSchema):
     def _slots_to_list(cls, data: Any) -> Any:
         if not isinstance(data, Mapping):
             return data
+        judged = data.get("contexts")
+        if isinstance(judged, Mapping):  # the per-shape wire form: {"0": {...}, "1": {...}}
+            listed_contexts = []
+            for key, slot in judged.items():
+                if not (isinstance(key, str) and key.strip().isdigit()) or not isinstance(slot, Mapping):
+                    raise ValueError(f"contexts: key {key!r} is not a context index with an object")
+                listed_contexts.append({**slot, "context": int(key)})
+            data = {**data, "contexts": listed_contexts}
         verdicts = data.get("verdicts")
         if isinstance(verdicts, Mapping):  # the per-shape wire form: {"0": {...}, "1": {...}}
             listed = []
@@ -234,6 +288,12 @@ class ClaimVerification(LeanSchema):
                     f"context index {v.context} for claim {v.claim} is out of range 0..{n_contexts - 1}"
                 )
             seen.add(v.claim)
+        for c in self.contexts:
+            if n_contexts is not None and not 0 <= c.context < n_contexts:
+                problems.append(f"context index {c.context} is out of range 0..{n_contexts - 1}")
+            bad = [i for i in c.supports if n_claims is not None and not 0 <= i < n_claims]
+            if bad:
+                problems.append(f"context {c.context} supports claim(s) {bad}, out of range")
         if n_claims is not None:
             missing = sorted(set(range(n_claims)) - seen)
             if missing:
@@ -244,10 +304,22 @@ class ClaimVerification(LeanSchema):
 
 
 @functools.lru_cache(maxsize=4096)
-def verification_model(n_claims: int, n_contexts: int) -> type[ClaimVerification]:
-    """The verification schema for ``n_claims`` claims judged against ``n_contexts`` contexts."""
+def verification_model(
+    n_claims: int, n_contexts: int, *, text: bool = False, per_context: int = 0
+) -> type[ClaimVerification]:
+    """The verification schema for ``n_claims`` claims judged against ``n_contexts`` contexts.
+
+    ``text``: each verdict also judges the claim against the request's second text. ``per_context``:
+    1 asks, per context, the claims it supports; 2 also its relevance to the question and a reason.
+    """
     return type(
         "ClaimVerification",
         (ClaimVerification,),
-        {"_shape": (n_claims, n_contexts), "_n_claims": n_claims, "_n_contexts": n_contexts},
+        {
+            "_shape": (n_claims, n_contexts, text, per_context),
+            "_n_claims": n_claims,
+            "_n_contexts": n_contexts,
+            "_text": text,
+            "_per_context": per_context,
+        },
     )

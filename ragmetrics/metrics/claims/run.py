@@ -1,0 +1,185 @@
+"""Running a claim plan: the extraction calls, then the verification chunks, merged into one outcome."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragmetrics.errors import JudgeError
+from ragmetrics.judge import Judge, JudgeReply, JudgeRequest
+from ragmetrics.judge.metering import note_unclaimed
+from ragmetrics.metrics.claims.engine import ClaimPlan, quote_found
+from ragmetrics.metrics.claims.schemas import (
+    ClaimExtraction,
+    ClaimVerification,
+    ContextJudgement,
+    VerifiedClaim,
+)
+from ragmetrics.score import ClaimRecord, Usage, spent_by
+
+__all__ = ["ClaimsOutcome", "run_claims"]
+
+
+@dataclass(slots=True)
+class ClaimsOutcome:
+    """Claims of one text (and of the reference, for a joint task) with their verdicts, and the cost."""
+
+    plan: ClaimPlan
+    extraction: ClaimExtraction | None
+    """None when the split text was empty (no call made)."""
+    verdicts: list[VerifiedClaim | None]
+    """Per claim (the split text's, then the reference's); None when verification was not run."""
+    usage: Usage
+    chunks: int = 0
+    repairs: tuple[str, ...] = ()
+    """Unambiguous slips in the judge's replies that were repaired instead of re-asked."""
+    judged: tuple[ContextJudgement | None, ...] = ()
+    """Per source, its judgement merged over chunks (None where the judge gave none)."""
+    also_extraction: ClaimExtraction | None = None
+    """The reference's claims, for a joint task (None without a reference)."""
+
+    @property
+    def n_main(self) -> int:
+        """Claims of the split text (the reference's are numbered on from here)."""
+        return len(self.extraction.claims) if self.extraction is not None else 0
+
+    def records(self, *, also: bool = False) -> list[ClaimRecord]:
+        """The claims (``also``: the reference's) as result records, the evidence quote checked."""
+        sources = self.plan.sources
+        extraction = self.also_extraction if also else self.extraction
+        claims = extraction.claims if extraction is not None else []
+        offset = self.n_main if also else 0
+        out = []
+        for i, claim in enumerate(claims):
+            v = self.verdicts[offset + i] if offset + i < len(self.verdicts) else None
+            verified = None
+            if v is not None and v.verdict != "not_found":
+                verified = (
+                    v.context is not None
+                    and 0 <= v.context < len(sources)
+                    and quote_found(v.evidence, sources[v.context])
+                )
+            out.append(
+                ClaimRecord(
+                    text=claim.text,
+                    span=claim.span,
+                    relevance=claim.relevance,
+                    verdict=v.verdict if v else None,
+                    context_index=v.context if v else None,
+                    evidence=v.evidence if v else "",
+                    evidence_verified=verified,
+                    reason=v.reason if v else "",
+                    support=v.support if v else None,
+                )
+            )
+        return out
+
+
+_RANK = {"supported": 0, "contradicted": 1, "not_found": 2}
+
+
+async def _extract(
+    judge: Judge, request: JudgeRequest[ClaimExtraction] | None
+) -> JudgeReply[ClaimExtraction] | None:
+    return await judge.complete(request) if request is not None else None
+
+
+async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
+    """Make the calls of ``claim_plan``: extract the claims, then verify them chunk by chunk.
+
+    Raises:
+        JudgeError: A call failed for good; its ``usage`` covers every call made here (extraction and
+            every verification chunk), not only the failed one.
+    """
+    usage = Usage()
+    got: list[JudgeReply[ClaimExtraction] | BaseException | None]
+    if claim_plan.also_extract is None:  # one extraction: no task to gather
+        try:
+            got = [await _extract(judge, claim_plan.extract), None]
+        except JudgeError as exc:
+            got = [exc, None]
+    else:
+        got = list(
+            await asyncio.gather(
+                _extract(judge, claim_plan.extract),
+                _extract(judge, claim_plan.also_extract),
+                return_exceptions=True,
+            )
+        )
+    for reply in got:
+        if isinstance(reply, JudgeReply):
+            usage = usage + reply.usage
+        elif isinstance(reply, BaseException):
+            usage = usage + spent_by(reply)
+    failed = [r for r in got if isinstance(r, BaseException)]
+    if failed:
+        first = failed[0]
+        raise first.with_usage(usage) if isinstance(first, JudgeError) else first
+    main, also = (r if isinstance(r, JudgeReply) else None for r in got)
+    extraction: ClaimExtraction | None = main.value if main is not None else None
+    also_extraction: ClaimExtraction | None = also.value if also is not None else None
+    claims = [c.text for c in extraction.claims] if extraction is not None else []
+    also_claims = [c.text for c in also_extraction.claims] if also_extraction is not None else []
+    n_all = len(claims) + len(also_claims)
+    verdicts: list[VerifiedClaim | None] = [None] * n_all
+    requests = claim_plan.verify(claims, also_claims)
+    if not requests:
+        return ClaimsOutcome(claim_plan, extraction, verdicts, usage, also_extraction=also_extraction)
+    # every chunk finishes (and is paid for) even when one fails, so the failure carries their usage
+    try:
+        answers: list[JudgeReply[ClaimVerification] | BaseException] = await asyncio.gather(
+            *(judge.complete(request) for request in requests), return_exceptions=True
+        )
+    except asyncio.CancelledError:  # the sample timed out: the extractions were paid for all the same
+        note_unclaimed(usage)
+        raise
+    failures = [a for a in answers if isinstance(a, BaseException)]
+    for answer in answers:
+        usage = usage + (answer.usage if isinstance(answer, JudgeReply) else spent_by(answer))
+    if failures:
+        first = failures[0]
+        raise first.with_usage(usage) if isinstance(first, JudgeError) else first
+    replies = [a for a in answers if isinstance(a, JudgeReply)]
+    repairs: list[str] = []
+    text_verdicts: list[str | None] = [None] * n_all
+    pieces: list[list[ContextJudgement]] = [[] for _ in claim_plan.sources]
+    for chunk, chunk_reply in zip(claim_plan.chunks, replies, strict=True):  # gather: one per chunk
+        result: ClaimVerification = chunk_reply.value
+        repairs += [r for r in result.repairs if r not in repairs]
+        for v in result.verdicts:
+            local = v.context
+            mapped = v.model_copy(update={"context": chunk[local].index if local is not None else None})
+            current = verdicts[v.claim]
+            if current is None or _RANK[mapped.verdict] < _RANK[current.verdict]:
+                verdicts[v.claim] = mapped
+            seen = text_verdicts[v.claim]
+            if v.text_verdict is not None and (seen is None or _RANK[v.text_verdict] < _RANK[seen]):
+                text_verdicts[v.claim] = v.text_verdict
+        for judged in result.contexts:
+            pieces[chunk[judged.context].index].append(judged)
+    for i, tv in enumerate(text_verdicts):
+        current = verdicts[i]
+        if current is not None and current.text_verdict != tv:
+            verdicts[i] = current.model_copy(update={"text_verdict": tv})
+    return ClaimsOutcome(
+        claim_plan,
+        extraction,
+        verdicts,
+        usage,
+        chunks=len(claim_plan.chunks),
+        repairs=tuple(repairs),
+        judged=tuple(_merge(i, found) for i, found in enumerate(pieces)),
+        also_extraction=also_extraction,
+    )
+
+
+def _merge(index: int, pieces: Sequence[ContextJudgement]) -> ContextJudgement | None:
+    """One context's judgement over its pieces: relevant if any piece is, the claims any supports."""
+    if not pieces:
+        return None
+    flags = [p.relevant for p in pieces if p.relevant is not None]
+    relevant = any(flags) if flags else None
+    reason = next((p.reason for p in pieces if p.relevant == relevant and p.reason), pieces[0].reason)
+    supports = sorted({i for p in pieces for i in p.supports})
+    return ContextJudgement(context=index, relevant=relevant, supports=supports, reason=reason)
