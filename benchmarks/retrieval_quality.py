@@ -269,13 +269,13 @@ def context_scores(record: Any, name: str, n: int) -> list[float] | None:
 
 
 def lexical_baseline(samples: list[dict]) -> dict[str, Any]:
-    from ragmetrics.judge.offline.retrieval import context_relevance
+    from ragmetrics.judge.offline.retrieval import RELEVANT_SCORE, context_relevance
 
     started = time.perf_counter()
     scores = [[context_relevance(s["question"], c)[1] for c in s["contexts"]] for s in samples]
     seconds = time.perf_counter() - started
     soft = ranking_figures(samples, scores)
-    hard = ranking_figures(samples, [[float(x >= 0.5) for x in sc] for sc in scores])
+    hard = ranking_figures(samples, [[float(x >= RELEVANT_SCORE) for x in sc] for sc in scores])
     n_contexts = sum(len(s["contexts"]) for s in samples)
     return {
         "soft_score": soft,
