@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from ragmetrics.metrics import metric_from_name
 from ragmetrics.report import render_html
 from ragmetrics.report._payload import _Strings, context_view
 from ragmetrics.report._summary import _count_contexts
@@ -96,3 +97,29 @@ def test_use_is_counted_only_where_it_says_more_than_relevance():
     assert counts([[0, 1, [0], -1], [1, 1, [], -1], [2, 0, [], -1]]) == [2, 1, 1, 2]
     # no relevance judged: use only
     assert counts([[0, -1, [0], -1], [1, -1, [], -1]]) == [0, 0, 1, 1]
+
+
+def test_a_real_offline_run_of_the_retrieval_metrics_fills_the_view():
+    from ragmetrics.pipeline import EvaluationPipeline
+
+    row = {
+        "id": "paris",
+        "question": "What is the capital of France?",
+        "answer": "Paris is the capital of France. Paris has a big airport.",
+        "contexts": ["Bananas are yellow.", "Paris is the capital of France. Paris lies on the Seine."],
+        "reference": "Paris is the capital of France. Paris lies on the Seine.",
+    }
+    names = ["context_recall", "context_precision", "context_relevancy", "answer_correctness"]
+    metrics = [metric_from_name(n, llm="offline") for n in names]
+    html = render_html(EvaluationPipeline(metrics, progress=False).run([row]).summary())
+    data = payload(html)
+    results = _results(data, "paris")
+    strings = data["strings"]
+    for name in ("context_recall", "context_precision", "context_relevancy"):
+        view = results[name][X_CTXV]
+        assert [v[0] for v in view] == [0, 1], name
+        assert view[0][2] == [] and view[1][2], f"{name}: only the Paris context supports a claim"
+    relevancy = results["context_relevancy"][X_CTXV]
+    assert [v[1] for v in relevancy] == [0, 1]
+    assert all(strings[v[3]].startswith("lexical overlap") for v in relevancy)
+    assert "Contexts by relevance (2)" in html
