@@ -18,7 +18,7 @@ from ragmetrics._textnorm import fold, normalize_for_match
 from ragmetrics.pipeline.report import Report
 from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult
 
-__all__ = ["PAYLOAD_VERSION", "RELEVANCES", "VERDICTS", "build_payload", "metric_names"]
+__all__ = ["PAYLOAD_VERSION", "RELEVANCES", "VERDICTS", "build_payload", "context_view", "metric_names"]
 
 PAYLOAD_VERSION = 1
 VERDICTS = ("supported", "contradicted", "not_found")
@@ -56,12 +56,16 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
         result = [score, status code, message, reasoning, passed, threshold, [claim],
                   [calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, reasks, retries,
                   unmetered], latency_ms,
-                  judge index, details (an object, or null), signature]
+                  judge index, details (an object, or null), signature, [context verdict] | null]
         claim  = [text (-1: same as its span), span start, span end, span text (when not located),
                   verdict (0 none, 1 supported, 2 contradicted, 3 not_found),
                   relevance (0 none, 1 direct, 2 supporting, 3 off_topic), context index (-1 none),
                   quote start, quote end, quote text (when not located), verified (-1 none, 0, 1), reason]
         error  = [metric|null, status, message, type, traceback, field]
+        context verdict = [context index, relevant (-1 none, 0, 1), [claim index], reason]
+
+    The context verdicts come from a metric's ``details["contexts"]`` (see :func:`context_view`); when
+    they are read, that key is left out of the embedded details.
 
     Text fields are indexes into ``strings`` (-1 for none); offsets are UTF-16 code units, as in
     JavaScript strings, and -1 when the span or quote was not found in the text.
@@ -141,6 +145,10 @@ def _result(
         claims.append(row)
         cursor = end if end >= 0 else cursor
     u = result.usage
+    view = context_view(result.details, strings)
+    details = result.details
+    if view is not None:
+        details = {k: v for k, v in details.items() if k != "contexts"}
     return [
         _round(result.score),
         status_code(result.status),
@@ -161,9 +169,61 @@ def _result(
         ],
         round(result.latency_ms, 1),
         judge_code(result.judge),
-        _plain(result.details) if result.details else None,
+        _plain(details) if details else None,
         strings(result.signature),
+        view,
     ]
+
+
+_MAX_SUPPORTS = 1000
+"""At most this many claim indices are kept per context (a report shows evidence, not a dump)."""
+
+
+def _index(value: Any) -> int | None:
+    """``value`` as a non-negative index (an int, not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def context_view(details: Any, strings: _Strings) -> list[list[Any]] | None:
+    """The per-context verdicts of a metric's ``details["contexts"]``, as positional arrays.
+
+    The details shape (retrieval metrics, issue 13): ``[{"index": int, "relevant": bool | None,
+    "supports": [claim indices], "reason": str | None}, ...]`` in retrieval order. Details come from
+    any metric, user metrics included, so the shape is checked: an entry without a non-negative int
+    ``index`` is dropped, a ``relevant`` that is not a bool counts as not judged, ``supports`` keeps
+    its non-negative ints (each once, at most :data:`_MAX_SUPPORTS`), a ``reason`` that is not a
+    string is shown as text. An index beyond the sample's contexts is kept (report.js says so).
+
+    Returns:
+        ``[[index, relevant (-1 none, 0, 1), [claim index], reason string]]``, or None when the
+        details hold no usable ``contexts`` list.
+    """
+    if not isinstance(details, dict):
+        return None
+    entries = details.get("contexts")
+    if not isinstance(entries, list):
+        return None
+    view = []
+    for entry in entries:
+        if not isinstance(entry, dict) or (index := _index(entry.get("index"))) is None:
+            continue
+        relevant = entry.get("relevant")
+        supports = entry.get("supports")
+        claims = (
+            list(dict.fromkeys(k for k in map(_index, supports) if k is not None))
+            if isinstance(supports, list)
+            else []
+        )
+        reason = entry.get("reason")
+        view.append(
+            [
+                index,
+                int(relevant) if isinstance(relevant, bool) else -1,
+                claims[:_MAX_SUPPORTS],
+                strings(reason if isinstance(reason, str) or reason is None else str(reason)),
+            ]
+        )
+    return view or None
 
 
 def _claim(

@@ -141,6 +141,7 @@ def cards(report: Report, metrics: list[str], payload: dict[str, Any]) -> str:
     verdicts: list[list[int]] = [[0, 0, 0] for _ in metrics]
     relevance: list[list[int]] = [[0, 0, 0] for _ in metrics]
     thresholds: list[float | None] = [None for _ in metrics]
+    context_counts: list[list[int]] = [[0, 0, 0, 0] for _ in metrics]
     for row in payload["rows"]:
         for m, score in enumerate(row[6]):
             if score is not None:
@@ -155,6 +156,7 @@ def cards(report: Report, metrics: list[str], payload: dict[str, Any]) -> str:
                     verdicts[m][claim[4] - 1] += 1
                 if claim[5]:
                     relevance[m][claim[5] - 1] += 1
+            _count_contexts(result[12], context_counts[m])
     out = [
         '<section class="wrap" aria-labelledby="metrics-h"><h2 id="metrics-h">Metrics</h2><div class="cards">'
     ]
@@ -170,6 +172,7 @@ def cards(report: Report, metrics: list[str], payload: dict[str, Any]) -> str:
                 relevance[m],
                 bool(report.records),
                 thresholds[m],
+                context_counts[m],
             )
         )
     out.append("</div></section>")
@@ -189,6 +192,7 @@ def _card(
     relevance: list[int],
     has_records: bool,
     threshold: float | None,
+    contexts: list[int],
 ) -> str:
     mean = agg.mean if agg else (sum(scores) / len(scores) if scores else None)
     out = [f'<article class="card" data-metric="{m}"><h3>{_e(name)}</h3>']
@@ -224,8 +228,44 @@ def _card(
         out.append(_mix("Claims", "v", VERDICTS, verdicts))
     elif sum(relevance):
         out.append(_mix("Claim relevance", "r", RELEVANCES, relevance))
+    out.append(_context_mixes(contexts))
     out.append("</article>")
     return "".join(out)
+
+
+CONTEXT_RELEVANCE = ("relevant", "not_relevant")
+"""The context verdicts counted on a metric card (``details["contexts"]``, see ``_payload.context_view``)."""
+CONTEXT_USE = ("used", "unused")
+
+
+def _count_contexts(view: list[list[Any]] | None, counts: list[int]) -> None:
+    """Add one result's context verdicts to ``counts``: relevant, not relevant, used, unused.
+
+    A context is *used* when it supports at least one claim. A metric that judges relevance only
+    lists no supports, so it counts no use; one whose relevance *is* use (``context_precision``: relevant
+    when it supports a claim) counts it once, as relevance; one that judges no relevance counts use.
+    """
+    if not view:
+        return
+    judged = [c for c in view if c[1] >= 0]
+    counts[0] += sum(c[1] == 1 for c in judged)
+    counts[1] += sum(c[1] == 0 for c in judged)
+    if not any(c[2] or c[1] < 0 for c in view):
+        return  # relevance only: nothing is known about use
+    if all(c[1] == int(bool(c[2])) for c in view):
+        return  # relevant exactly when used: the relevance bar says it all
+    counts[2] += sum(bool(c[2]) for c in view)
+    counts[3] += sum(not c[2] for c in view)
+
+
+def _context_mixes(counts: list[int]) -> str:
+    """The bars of a card's per-context verdicts: relevance to the question, and use by the claims."""
+    out = ""
+    if counts[0] + counts[1]:
+        out += _mix("Contexts by relevance", "c", CONTEXT_RELEVANCE, counts[:2])
+    if counts[2] + counts[3]:
+        out += _mix("Contexts by use (support a claim)", "c", CONTEXT_USE, counts[2:])
+    return out
 
 
 def _bin(score: float) -> int:

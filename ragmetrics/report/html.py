@@ -9,11 +9,12 @@ What is drawn where:
 - **Server side** (here, every value through :func:`html.escape`): the header (samples, judges, a
   prominent note when the offline heuristic judge scored the run, date, version, cost, tokens, calls,
   cache hits), one card per metric (mean, 95% CI, pass rate, status counts, a score histogram and the
-  verdict mix of its claims as inline SVG), the colour legend.
+  verdict mix of its claims as inline SVG, and its contexts by relevance and by use), the colour legend.
 - **Client side** (``assets/report.js``, building the DOM with ``textContent`` only): the sortable,
   filterable, virtualised table of samples, and the detail of one sample (the answer with each claim's
   span highlighted by verdict, the evidence quote highlighted inside its context, reasons, relevance,
-  cost, latency, errors), built only when the sample is opened.
+  cost, latency, errors; for a retrieval metric whose details list per-context verdicts, each
+  context's relevance, reason and the claims it supports), built only when the sample is opened.
 
 The records are embedded once, as compact JSON in a ``<script type="application/json">`` block with every
 ``<`` written as ``\u003c`` (so no text can close the block). Strings are interned (a context shared by

@@ -11,7 +11,8 @@
   const R_INDEX = 0, R_ID = 1, R_Q = 2, R_A = 3, R_CTX = 4, R_REF = 5, R_SCORES = 6, R_STATUS = 7,
     R_COST = 8, R_LAT = 9, R_RESULTS = 10, R_ERRORS = 11, R_SPREAD = 12;
   const X_SCORE = 0, X_STATUS = 1, X_MSG = 2, X_REASONING = 3, X_PASSED = 4, X_THRESHOLD = 5, X_CLAIMS = 6,
-    X_USAGE = 7, X_LAT = 8, X_JUDGE = 9, X_DETAILS = 10, X_SIG = 11;
+    X_USAGE = 7, X_LAT = 8, X_JUDGE = 9, X_DETAILS = 10, X_SIG = 11, X_CTXV = 12;
+  const V_INDEX = 0, V_REL = 1, V_SUPPORTS = 2, V_REASON = 3; // a context verdict (see _payload.context_view)
   const C_TEXT = 0, C_S0 = 1, C_S1 = 2, C_SPAN = 3, C_VERDICT = 4, C_REL = 5, C_CTX = 6, C_E0 = 7, C_E1 = 8,
     C_QUOTE = 9, C_VERIFIED = 10, C_REASON = 11;
   const VERDICTS = [null, "supported", "contradicted", "not_found"];
@@ -522,8 +523,20 @@
         if (c[C_E0] >= 0 && byCtx[c[C_CTX]]) byCtx[c[C_CTX]].push({ s: c[C_E0], e: c[C_E1], cls: cls || "v-supported", claim: k });
       });
       const list = h("div", { id: "d-contexts" });
-      contexts.forEach((text, k) => list.append(contextBlock(text, k, byCtx[k])));
-      panel.append(h("div", { class: "block" }, h("h4", null, `Retrieved contexts (${contexts.length})`), list));
+      const verdicts = contextVerdicts(res[X_CTXV]);
+      contexts.forEach((text, k) => {
+        const box = contextBlock(text, k, byCtx[k]);
+        if (verdicts) addContextVerdict(box, verdicts.get(k), panel, claims.length, tracksUse(verdicts));
+        list.append(box);
+      });
+      const block = h("div", { class: "block" }, h("h4", null, `Retrieved contexts (${contexts.length})`));
+      if (verdicts) block.append(contextSummary(verdicts, contexts.length));
+      block.append(list);
+      if (verdicts) {
+        const stray = [...verdicts.keys()].filter((k) => k >= contexts.length).sort((a, b) => a - b);
+        if (stray.length) block.append(h("p", { class: "unlocated", id: "d-ctx-stray" }, "The metric judged context" + (stray.length === 1 ? " " : "s ") + stray.join(", ") + ", which this sample does not have."));
+      }
+      panel.append(block);
     }
     if (res[X_SIG] >= 0) panel.append(h("p", { class: "sig" }, str(res[X_SIG])));
   }
@@ -589,6 +602,53 @@
   function snap(text, p, dir) { // move an excerpt edge to a word boundary (at most 30 chars)
     for (let k = 0; k < 30 && p > 0 && p < text.length; k++, p += dir) if (/\s/.test(text[p])) return dir < 0 ? p + 1 : p;
     return p;
+  }
+  // -- per-context verdicts of the retrieval metrics: relevant to the question, used by which claims --
+  function contextVerdicts(view) {
+    if (!Array.isArray(view) || !view.length) return null;
+    const out = new Map();
+    for (const v of view) if (!out.has(v[V_INDEX])) out.set(v[V_INDEX], v);
+    return out;
+  }
+  // a metric that judges relevance only (context_relevancy) lists no supports: it says nothing about use
+  const tracksUse = (verdicts) => [...verdicts.values()].some((v) => v[V_SUPPORTS].length || v[V_REL] < 0);
+  function contextSummary(verdicts, n) {
+    const seen = [...verdicts.values()].filter((v) => v[V_INDEX] < n);
+    const judged = seen.filter((v) => v[V_REL] >= 0);
+    const bits = [];
+    if (judged.length) bits.push(`${judged.filter((v) => v[V_REL] === 1).length} of ${judged.length} judged relevant`);
+    const used = seen.filter((v) => v[V_SUPPORTS].length).length;
+    if (tracksUse(verdicts)) bits.push(`${used} of ${seen.length} support a claim`);
+    return h("p", { class: "ctx-summary", id: "d-ctx-summary" }, "This metric: " + bits.join("; ") + ".");
+  }
+  function addContextVerdict(box, v, panel, nClaims, useKnown) {
+    const head = h("div", { class: "ctx-v" });
+    if (!v) {
+      head.append(h("span", { class: "badge" }, "not judged by this metric"));
+      box.insertBefore(head, box.children[1]);
+      return;
+    }
+    if (v[V_REL] === 1) head.append(h("span", { class: "badge ok" }, "relevant"));
+    else if (v[V_REL] === 0) head.append(h("span", { class: "badge warn" }, "not relevant"));
+    const sup = v[V_SUPPORTS];
+    if (sup.length) {
+      const used = h("span", { class: "ctx-used" }, "supports claim" + (sup.length === 1 ? " " : "s "));
+      sup.forEach((c, j) => {
+        if (j) used.append(", ");
+        if (c < nClaims) {
+          const link = h("button", { type: "button", class: "claim-link", "data-claim": String(c), title: "show claim " + c }, "#" + c);
+          link.addEventListener("click", () => focusClaim(panel, c));
+          used.append(link);
+        } else used.append(h("span", { title: "no such claim in this result" }, "#" + c));
+      });
+      head.append(used);
+      box.classList.add("c-used");
+    } else if (useKnown) {
+      head.append(h("span", { class: "badge" }, "supports no claim"));
+      box.classList.add("c-unused");
+    }
+    box.insertBefore(head, box.children[1]);
+    if (v[V_REASON] >= 0) box.insertBefore(h("p", { class: "ctx-reason" }, str(v[V_REASON])), box.children[2]);
   }
   function contextBlock(text, k, ranges) {
     const long = text.length > 700;
