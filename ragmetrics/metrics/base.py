@@ -16,6 +16,7 @@ too), and get their ``*_sync`` twins from :func:`ragmetrics._aio.run_sync`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -128,25 +129,37 @@ def needs_of(metric: Any) -> Needs:
     return Needs(question=question, contexts=contexts) if question or contexts else NO_NEEDS
 
 
-def missing_input(sample: Sample, needs: Needs, owner: str) -> InvalidInputError | None:
+def missing_input(
+    sample: Sample, needs: Needs, owner: str, *, names: Mapping[str, str] | None = None
+) -> InvalidInputError | None:
     """The error for a required question or reference the sample lacks (None when nothing is missing).
 
-    The answer and the contexts are checked when the row becomes a sample; this covers the fields a
-    row may lack while other metrics still score it.
+    The one check of a missing input, for the claim metrics and the evaluators alike (a row, a suite
+    case, a captured run). The answer and the contexts are checked when the row becomes a sample;
+    this covers the fields a row may lack while other metrics still score it.
+
+    Args:
+        sample: The sample.
+        needs: What the metric needs.
+        owner: The metric's name, for the message.
+        names: Where a field comes from when it is not called as on a sample, named in the message
+            instead (a suite case: ``{"question": "input", "reference": "expected"}``).
     """
+    named = names or {}
     if needs.question and not (sample.question or "").strip():
         return InvalidInputError(
-            "question",
+            named.get("question", "question"),
             "a non-empty string",
             row=sample.id,
             detail=f"{owner} judges the answer against the question",
         )
     if needs.reference and not (sample.reference or "").strip():
+        field = named.get("reference", "reference")
         return InvalidInputError(
-            "reference",
+            field,
             "a non-empty string",
             row=sample.id,
-            detail=f"{owner} needs a reference answer; add a 'reference' field to the row",
+            detail=f"{owner} compares with a reference answer: give a '{field}', or leave {owner} out",
         )
     return None
 

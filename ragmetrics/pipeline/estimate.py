@@ -197,7 +197,12 @@ class SampleEstimator:
         self._verify(judge, claim_plan, claims, also_claims, known, seen, acc)
 
     def _extract(
-        self, judge: CachingJudge, request: JudgeRequest[BaseModel] | None, text: str, seen: set[str], acc: _Cost
+        self,
+        judge: CachingJudge,
+        request: JudgeRequest[BaseModel] | None,
+        text: str,
+        seen: set[str],
+        acc: _Cost,
     ) -> tuple[list[str], bool]:
         """Bill an extraction once; its claims (from the cache if there, else guessed from sentences)."""
         if request is None:
