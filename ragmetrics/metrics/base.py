@@ -16,9 +16,9 @@ too), and get their ``*_sync`` twins from :func:`ragmetrics._aio.run_sync`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ragmetrics.errors import ConfigError, InvalidInputError, shorten
 from ragmetrics.sample import Sample
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # typing only: the judge layer is below metrics, but its impo
 __all__ = [
     "JudgedMetric",
     "Metric",
+    "MetricLike",
     "Needs",
     "check_threshold",
     "missing_input",
@@ -91,6 +92,11 @@ class Metric(Protocol):
     async def evaluate_sample(self, sample: Sample) -> MetricResult:
         """Score one sample. Judge failures become a result with a status, not an exception."""
         ...
+
+
+MetricLike: TypeAlias = "Metric | str | Callable[[Sample], Any]"
+"""What a list of metrics may hold: a :class:`Metric`, a built-in metric's name (``"context_recall"``)
+or a plain function of a :class:`~ragmetrics.sample.Sample` (sync or async)."""
 
 
 class JudgedMetric(Metric, Protocol):
