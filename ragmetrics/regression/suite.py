@@ -51,6 +51,9 @@ from ragmetrics._check import check_int
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.metrics.evaluators.base import Evaluator
+from ragmetrics.pipeline._run_loop import run_bounded
+from ragmetrics.pipeline.progress import ProgressBar
+from ragmetrics.pipeline.runner import share_judges
 from ragmetrics.regression.suite_spec import Case, Check, Passing, Suite
 from ragmetrics.score import MetricResult, Usage
 
@@ -211,10 +214,6 @@ async def run_suite(
     check_int(max_concurrency, "max_concurrency", "run_suite", minimum=1)
     if isinstance(model_outputs, str):
         raise ConfigError("run_suite: model_outputs must be a mapping, a list or a function, not a string")
-    from ragmetrics.pipeline._run_loop import run_bounded
-    from ragmetrics.pipeline.progress import ProgressBar
-    from ragmetrics.pipeline.runner import share_judges
-
     judges = share_judges([c.evaluator for case in suite.cases for c in case.evaluators])
     bar = ProgressBar(len(suite.cases), enabled=progress)
     settled: dict[int, tuple[CaseOutcome, Usage]] = {}

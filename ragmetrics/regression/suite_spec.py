@@ -25,6 +25,7 @@ from ragmetrics.metrics import RAG_METRICS
 from ragmetrics.metrics.base import Metric, missing_input
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator
 from ragmetrics.metrics.evaluators.factory import PRIMARY_OPTION, evaluator_options, make_evaluator
+from ragmetrics.regression._suite_yaml import load_yaml
 from ragmetrics.sample import Sample, check_text
 from ragmetrics.score import MetricResult
 
@@ -210,8 +211,6 @@ class Suite:
             except RecursionError as exc:
                 raise ConfigError(f"{path}: the JSON is nested too deeply to read") from exc
         else:
-            from ragmetrics.regression._suite_yaml import load_yaml
-
             data = load_yaml(text, str(path))
         return cls.from_data(data, source=str(path), llm=llm, embeddings=embeddings)
 
