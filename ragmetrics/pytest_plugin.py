@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ragmetrics.errors import SnapshotError
+
 if TYPE_CHECKING:
     from ragmetrics.regression.case_result import CaseResult
     from ragmetrics.regression.cases import EvalCase
@@ -158,7 +160,6 @@ def _load_baseline(config: pytest.Config) -> Any:
                 "--ragmetrics-regression-threshold and --ragmetrics-alpha need --ragmetrics-compare"
             )
         return None
-    from ragmetrics.errors import SnapshotError
     from ragmetrics.regression.case_gate import known_metrics
     from ragmetrics.regression.snapshot import EvalRegression
 

@@ -290,7 +290,9 @@ def test_the_readme_suite_example_passes_as_written(tmp_path):
     assert command, "the README runs the suite with a ragmetrics test command"
     out = run(tmp_path, *command.group(1).split()[1:])
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "2 passed" in out.stdout
+    cases = re.findall(r"^  - id: (\S+)", body, re.MULTILINE)
+    assert len(cases) == 3 and "faithfulness" in body  # the classic evaluators and a RAG case
+    assert f"{len(cases)} passed" in out.stdout
 
 
 # -- regression gating in pytest too ---------------------------------------------------------------------

@@ -16,13 +16,18 @@ returning the exit code).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from ragmetrics._terminal import printable
 from ragmetrics.cli._args import output_problem, positive_float, positive_int, unit_float
+from ragmetrics.cli.run_eval import add_estimate_command, add_eval_command
+from ragmetrics.errors import ConfigError, SnapshotError
 
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -185,8 +190,6 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    from ragmetrics.cli.run_eval import add_estimate_command, add_eval_command
-
     add_eval_command(commands)
     add_estimate_command(commands)
     _add_test_command(commands)
@@ -199,11 +202,6 @@ def _usage_error(message: str) -> int:
 
 
 def _cmd_test(args: argparse.Namespace) -> int:
-    import json
-    import os
-    import time
-
-    from ragmetrics.errors import ConfigError, SnapshotError
     from ragmetrics.regression import cases
     from ragmetrics.regression.case_gate import GateResult, gate_run, known_metrics
     from ragmetrics.regression.render import render_case_table, render_diff, render_junit_xml
@@ -320,8 +318,6 @@ def _judge_defaults(args: argparse.Namespace) -> Iterator[None]:
     Judges built in the user's own code (eval cases, suites) read them from the environment
     variables :data:`ragmetrics.settings.JUDGE_OPTION_VARIABLES` name; the old values come back after.
     """
-    import os
-
     values = {
         "RAGMETRICS_MAX_ATTEMPTS": getattr(args, "max_attempts", None),
         "RAGMETRICS_TIMEOUT_S": getattr(args, "timeout", None),

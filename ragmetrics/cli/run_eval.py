@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,6 +27,7 @@ from ragmetrics.cli._args import (
     positive_int,
     unit_float,
 )
+from ragmetrics.errors import BatchPendingError, ConfigError
 
 __all__ = ["add_estimate_command", "add_eval_command", "cmd_estimate", "cmd_eval"]
 
@@ -184,7 +186,6 @@ def _columns(text: str) -> dict[str, str]:
 
 def _judge_spec(args: argparse.Namespace, *, needs_key: bool = True) -> str:
     """The judge spec to use; checks it parses and, if it will be called, that it has a key."""
-    from ragmetrics.errors import ConfigError
     from ragmetrics.settings import api_key_for, default_judge_spec, parse_judge_spec
 
     spec = args.judge or default_judge_spec()
@@ -211,7 +212,6 @@ def _estimate_judge(spec: str, *, cache: bool) -> Any:
 def _metrics(
     args: argparse.Namespace, spec: Any, threshold: float | None, options: dict[str, Any] | None = None
 ) -> list[Any]:
-    from ragmetrics.errors import ConfigError
     from ragmetrics.metrics import metric_from_name
 
     options = options or {}
@@ -228,9 +228,7 @@ def _metrics(
 
 
 def _dataset(path: Path, columns: dict[str, str], limit: int | None, encoding: str | None = None) -> Any:
-    from itertools import islice
 
-    from ragmetrics.errors import ConfigError
     from ragmetrics.pipeline.dataset import Dataset
 
     try:
@@ -367,7 +365,6 @@ def _eval(args: argparse.Namespace) -> int:
         how = " through its batch API (half price; waits for the batches)" if batch is not None else ""
         _say(f"ragmetrics: judging with {spec}{how}.", file=notice)
 
-    from ragmetrics.errors import BatchPendingError, ConfigError
     from ragmetrics.pipeline import EvaluationPipeline
 
     try:
@@ -427,7 +424,6 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _max_unscored(text: str) -> Any:
-    from ragmetrics.errors import ConfigError
     from ragmetrics.pipeline.gate import UnscoredLimit
 
     try:
@@ -460,7 +456,6 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         spec = _judge_spec(args, needs_key=False)  # an estimate calls nothing, so it needs no key
         metrics = _metrics(args, _estimate_judge(spec, cache=not args.no_cache), None)
         data = _dataset(path, _columns(args.columns), args.limit, args.encoding)
-        from ragmetrics.errors import ConfigError
         from ragmetrics.pipeline import EvaluationPipeline
 
         try:

@@ -20,10 +20,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.pipeline import ErrorRecord, EvaluationResult
 
-__all__ = ["Capture", "RunResult", "Sink", "Source", "check_sink", "json_safe"]
+__all__ = [
+    "Capture",
+    "References",
+    "RunResult",
+    "Sink",
+    "Source",
+    "check_references",
+    "check_sink",
+    "json_safe",
+]
 
 Source = Literal["langchain", "llamaindex"]
 Sink = Callable[["RunResult"], Any]
+References = Mapping[str, str] | Callable[[str], "str | None"] | None
+"""Reference answers by question: a mapping, or a function ``question -> reference or None``."""
 
 
 class RunResult(BaseModel):
@@ -46,6 +57,9 @@ class RunResult(BaseModel):
     """The captured final answer (None when none was found)."""
     contexts: list[str] = Field(default_factory=list)
     """The text of every document the run retrieved, in retrieval order."""
+    reference: str | None = None
+    """The reference answer given for the run (run metadata ``reference``, or the handler's
+    ``references``); None when none was given."""
     scores: dict[str, float | None] = Field(default_factory=dict)
     """Score per metric (None where a metric has none); empty when skipped."""
     evaluation: EvaluationResult | None = None
@@ -67,6 +81,8 @@ class Capture:
     question: str | None = None
     answer: str | None = None
     contexts: list[str] = field(default_factory=list)
+    reference: Any = None
+    """The reference the run itself carried (LangChain run metadata); checked when it is scored."""
     skip_reason: str | None = None
     """Set when the run must not be scored (no retrieval, no answer, the run raised)."""
     meta: dict[str, Any] = field(default_factory=dict)
@@ -80,6 +96,7 @@ class Capture:
             question=self.question,
             answer=self.answer,
             contexts=list(self.contexts),
+            reference=self.reference if isinstance(self.reference, str) else None,
             meta=self.meta,
             **fields,
         )
@@ -109,6 +126,25 @@ class _JsonlSink:
         line = result.model_dump_json() + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
+
+
+def check_references(references: object) -> Callable[[str], object] | None:
+    """The lookup ``question -> reference`` a handler's ``references`` gives (None for no references).
+
+    Raises:
+        ConfigError: ``references`` is neither a mapping nor a callable (a bare string, say).
+    """
+    if references is None:
+        return None
+    if isinstance(references, Mapping):
+        table = dict(references)
+        return table.get
+    if callable(references) and not isinstance(references, (str, bytes)):
+        return references
+    raise ConfigError(
+        "references must be a mapping question -> reference answer or a function of the question, "
+        f"got {type(references).__name__}"
+    )
 
 
 def check_sink(sink: object) -> Sink | None:

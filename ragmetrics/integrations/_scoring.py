@@ -26,10 +26,19 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ragmetrics.errors import ConfigError, shorten
-from ragmetrics.integrations._records import Capture, RunResult, Source, check_sink, json_safe
+from ragmetrics.integrations._records import (
+    Capture,
+    References,
+    RunResult,
+    Source,
+    check_references,
+    check_sink,
+    json_safe,
+)
+from ragmetrics.metrics.base import MetricLike
 from ragmetrics.pipeline import ErrorRecord, EvaluationPipeline, EvaluationResult, failure_record
 from ragmetrics.sample import Sample
 
@@ -73,8 +82,12 @@ class BackgroundScorer:
     """Scores captured runs off the app's path; keeps the records and feeds the optional sink.
 
     Args:
-        metrics: The ragmetrics metrics to run on every captured run.
+        metrics: The metrics to run on every captured run: metric objects, built-in names
+            (``"context_recall"``) or functions of a Sample.
         source: Which adapter captures (``langchain`` or ``llamaindex``).
+        references: Reference answers by question (a mapping, or a function ``question -> reference
+            or None``), for the metrics that need one (``context_recall``, ``answer_correctness``); a
+            reference the run itself carries comes first.
         sink: None, a JSONL file path (one record per line, appended), or a callable (sync or async)
             called with each :class:`RunResult`.
         concurrency: Captured runs scored at once per event loop.
@@ -88,9 +101,10 @@ class BackgroundScorer:
 
     def __init__(
         self,
-        metrics: Sequence[Any],
+        metrics: Sequence[MetricLike],
         *,
         source: Source,
+        references: References = None,
         sink: object = None,
         concurrency: int = 8,
         timeout_per_sample_s: float | None = None,
@@ -104,6 +118,7 @@ class BackgroundScorer:
         self.source: Source = source
         self.max_pending = max_pending
         self._sink = check_sink(sink)
+        self._references = check_references(references)
         self._lock = threading.Lock()
         self._results: list[RunResult] = []
         self._outstanding: dict[_Job, asyncio.AbstractEventLoop] = {}
@@ -113,7 +128,7 @@ class BackgroundScorer:
         self._thread_loop: asyncio.AbstractEventLoop | None = None
 
     @property
-    def metrics(self) -> list[Any]:
+    def metrics(self) -> list[MetricLike]:
         """The metrics run on every captured run."""
         return self.pipeline.metrics
 
@@ -259,11 +274,14 @@ class BackgroundScorer:
                 await self._deliver(job, cap.result("skipped", reason=cap.skip_reason))
                 continue
             try:
+                if cap.reference is None and self._references is not None and cap.question is not None:
+                    cap.reference = self._references(cap.question)  # the user's lookup: may raise
                 samples.append(
                     Sample.from_fields(
                         question=cap.question,
                         answer=cap.answer,
                         contexts=cap.contexts,
+                        reference=cap.reference,
                         id=cap.run_id,
                         meta=cap.meta,
                     )

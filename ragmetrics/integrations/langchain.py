@@ -22,6 +22,9 @@ chains, ``batch``/``abatch`` inputs and concurrent calls never share state. For 
 - **answer**: the run's output -- a string, a message, or a dict holding one of ``answer_keys``
   (default ``answer``, ``output``, ``result``, then ``messages``). Failing that, the text of the last
   LLM or chat model call in the run.
+- **reference** (for ``context_recall``, ``answer_correctness``...): the run's metadata key
+  ``reference`` (``config={"callbacks": [handler], "metadata": {"reference": "..."}}``), else the
+  handler's ``references`` looked up by question; none: those metrics record ``invalid_input``.
 
 A run with no retrieval, no answer, or that raised is recorded as skipped with a reason, not scored.
 Scoring happens off the app's path (see :mod:`ragmetrics.integrations._scoring`); nothing raised
@@ -47,7 +50,9 @@ from ragmetrics.integrations._langchain_text import (
     generation_text,
     question_from,
 )
+from ragmetrics.integrations._records import References
 from ragmetrics.integrations._scoring import BackgroundScorer, Capture, RunResult, ScoredHandler, json_safe
+from ragmetrics.metrics.base import MetricLike
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler as _HandlerBase
@@ -117,8 +122,11 @@ class RagMetricsCallbackHandler(_HandlerBase, ScoredHandler):  # type: ignore[mi
     loop. The callbacks only record what they see and return at once.
 
     Args:
-        metrics: ragmetrics metrics (``FaithfulnessMetric(llm=...)``, ...); claim metrics with the same
-            judge share it, so a run's claims are extracted once.
+        metrics: ragmetrics metrics (``FaithfulnessMetric(llm=...)``, ...), built-in names
+            (``"context_recall"``, judged by the judge from the environment) or functions of a Sample;
+            claim metrics with the same judge share it, so a run's claims are extracted once.
+        references: Reference answers by question (a mapping, or a function ``question -> reference
+            or None``) for the metrics that need one; a run's metadata ``reference`` comes first.
         sink: None, a JSONL file path (one :class:`RunResult` per line, appended), or a callable (sync or
             async) called with each :class:`RunResult`.
         question_keys: Input keys that may hold the question, tried in order.
@@ -139,8 +147,9 @@ class RagMetricsCallbackHandler(_HandlerBase, ScoredHandler):  # type: ignore[mi
 
     def __init__(
         self,
-        metrics: Sequence[Any],
+        metrics: Sequence[MetricLike],
         *,
+        references: References = None,
         sink: object = None,
         question_keys: Sequence[str] = QUESTION_KEYS,
         answer_keys: Sequence[str] = ANSWER_KEYS,
@@ -155,6 +164,7 @@ class RagMetricsCallbackHandler(_HandlerBase, ScoredHandler):  # type: ignore[mi
         self._scorer = BackgroundScorer(
             metrics,
             source="langchain",
+            references=references,
             sink=sink,
             concurrency=concurrency,
             timeout_per_sample_s=timeout_per_sample_s,
@@ -247,7 +257,13 @@ class RagMetricsCallbackHandler(_HandlerBase, ScoredHandler):  # type: ignore[mi
                 "retrievals": len(done),
             }
         )
-        cap = Capture(run_id=str(trace.run_id), source="langchain", contexts=contexts, meta=meta)
+        cap = Capture(
+            run_id=str(trace.run_id),
+            source="langchain",
+            contexts=contexts,
+            reference=trace.metadata.get("reference"),
+            meta=meta,
+        )
         try:
             # a streamed run starts with a placeholder input; the real one comes with its end
             for raw in (inputs, trace.raw_input):

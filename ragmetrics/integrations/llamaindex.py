@@ -24,7 +24,9 @@ event is mapped to the outermost query it belongs to; concurrent ``aquery`` call
 - **question**: ``QueryStartEvent.query`` (a string or a ``QueryBundle``'s ``query_str``);
 - **contexts**: the text of the response's ``source_nodes`` (what the answer was synthesised from),
   or, when the response carries none, the nodes of every outermost ``RetrievalEndEvent`` in the query;
-- **answer**: ``QueryEndEvent.response`` as text.
+- **answer**: ``QueryEndEvent.response`` as text;
+- **reference** (for ``context_recall``, ``answer_correctness``...): the handler's ``references``
+  looked up by question; none: those metrics record ``invalid_input``.
 
 A query with no retrieval, no answer, a streaming response (its text exists only once the app has
 consumed it) or that raised is recorded as skipped with a reason. LlamaIndex is imported when this
@@ -44,8 +46,10 @@ from pydantic import PrivateAttr
 
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
+from ragmetrics.integrations._records import References
 from ragmetrics.integrations._scoring import BackgroundScorer, Capture, RunResult, ScoredHandler, json_safe
-from ragmetrics.metrics.base import check_threshold, passed_at
+from ragmetrics.metrics import metric_from_name
+from ragmetrics.metrics.base import Metric, MetricLike, check_threshold, passed_at
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult
 
@@ -92,21 +96,23 @@ class RagMetricsEvaluator(_EvaluatorBase):  # type: ignore[misc, valid-type]
     ``aevaluate(query=, response=, contexts=)`` and ``evaluate_response(query=, response=)`` return a
     LlamaIndex ``EvaluationResult``: ``score`` and ``passing`` from the ragmetrics result, ``feedback``
     its reasoning; a metric with no score gives ``invalid_result=True`` and the reason. The metric's
-    full record is kept on :attr:`last_result`. A ``reference=`` keyword is passed on to the sample.
+    full record is kept on :attr:`last_result`. A ``reference=`` keyword is passed on to the sample
+    (``BatchEvalRunner.aevaluate_queries(engine, queries, reference=[...])`` gives one per query).
     """
 
-    def __init__(self, metric: Any, *, threshold: float | None = None) -> None:
+    def __init__(self, metric: Metric | str, *, threshold: float | None = None) -> None:
         _require_llamaindex("as_llamaindex_evaluator")
-        if not callable(getattr(metric, "evaluate_sample", None)):
+        resolved: Metric = metric_from_name(metric) if isinstance(metric, str) else metric
+        if not callable(getattr(resolved, "evaluate_sample", None)):
             raise ConfigError(
                 f"as_llamaindex_evaluator needs a ragmetrics metric (with evaluate_sample), got "
                 f"{type(metric).__name__}"
             )
-        self.metric = metric
+        self.metric = resolved
         self.threshold = (
             check_threshold(threshold, "as_llamaindex_evaluator")
             if threshold is not None
-            else getattr(metric, "threshold", None)
+            else getattr(resolved, "threshold", None)
         )
         self.last_result: MetricResult | None = None
 
@@ -182,17 +188,19 @@ class RagMetricsEvaluator(_EvaluatorBase):  # type: ignore[misc, valid-type]
             await judge.aclose()
 
 
-def as_llamaindex_evaluator(metric: Any, *, threshold: float | None = None) -> RagMetricsEvaluator:
+def as_llamaindex_evaluator(metric: Metric | str, *, threshold: float | None = None) -> RagMetricsEvaluator:
     """Wrap a ragmetrics metric as a LlamaIndex evaluator (usable in ``BatchEvalRunner``).
 
     Args:
-        metric: A ragmetrics metric (``FaithfulnessMetric(llm=...)``, ...).
+        metric: A ragmetrics metric (``FaithfulnessMetric(llm=...)``, ``ContextRecallMetric(...)``), or
+            a built-in metric's name (``"context_recall"``, judged by the judge from the environment).
         threshold: Pass mark for ``passing``; None uses the metric's own threshold (no threshold:
             ``passing`` is None).
 
     Raises:
         MissingDependencyError: ``llama-index-core`` is not installed.
-        ConfigError: ``metric`` is not a ragmetrics metric, or the threshold is not in [0, 1].
+        ConfigError: ``metric`` is not a ragmetrics metric (or an unknown name), or the threshold is not
+            in [0, 1].
     """
     return RagMetricsEvaluator(metric, threshold=threshold)
 
@@ -274,7 +282,10 @@ class RagMetricsEventHandler(_EventHandlerBase, ScoredHandler):  # type: ignore[
     async code); scoring is scheduled on that loop, or on a background thread for sync apps.
 
     Args:
-        metrics: ragmetrics metrics; claim metrics with the same judge share it.
+        metrics: ragmetrics metrics, built-in names (``"context_recall"``) or functions of a Sample;
+            claim metrics with the same judge share it.
+        references: Reference answers by question (a mapping, or a function ``question -> reference
+            or None``), for the metrics that need one (``context_recall``, ``answer_correctness``).
         sink: None, a JSONL file path (one :class:`RunResult` per line, appended), or a callable (sync or
             async) called with each :class:`RunResult`.
         concurrency: Captured queries scored at once (per event loop).
@@ -293,8 +304,9 @@ class RagMetricsEventHandler(_EventHandlerBase, ScoredHandler):  # type: ignore[
 
     def __init__(
         self,
-        metrics: Sequence[Any],
+        metrics: Sequence[MetricLike],
         *,
+        references: References = None,
         sink: object = None,
         concurrency: int = 8,
         timeout_per_sample_s: float | None = None,
@@ -305,6 +317,7 @@ class RagMetricsEventHandler(_EventHandlerBase, ScoredHandler):  # type: ignore[
         self._scorer = BackgroundScorer(
             metrics,
             source="llamaindex",
+            references=references,
             sink=sink,
             concurrency=concurrency,
             timeout_per_sample_s=timeout_per_sample_s,

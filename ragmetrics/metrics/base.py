@@ -16,8 +16,9 @@ too), and get their ``*_sync`` twins from :func:`ragmetrics._aio.run_sync`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ragmetrics.errors import ConfigError, InvalidInputError, shorten
 from ragmetrics.sample import Sample
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # typing only: the judge layer is below metrics, but its impo
 __all__ = [
     "JudgedMetric",
     "Metric",
+    "MetricLike",
     "Needs",
     "check_threshold",
     "missing_input",
@@ -92,6 +94,11 @@ class Metric(Protocol):
         ...
 
 
+MetricLike: TypeAlias = "Metric | str | Callable[[Sample], Any]"
+"""What a list of metrics may hold: a :class:`Metric`, a built-in metric's name (``"context_recall"``)
+or a plain function of a :class:`~ragmetrics.sample.Sample` (sync or async)."""
+
+
 class JudgedMetric(Metric, Protocol):
     """A metric whose caching judge the pipeline may share (``needs.shares_judge``)."""
 
@@ -128,25 +135,37 @@ def needs_of(metric: Any) -> Needs:
     return Needs(question=question, contexts=contexts) if question or contexts else NO_NEEDS
 
 
-def missing_input(sample: Sample, needs: Needs, owner: str) -> InvalidInputError | None:
+def missing_input(
+    sample: Sample, needs: Needs, owner: str, *, names: Mapping[str, str] | None = None
+) -> InvalidInputError | None:
     """The error for a required question or reference the sample lacks (None when nothing is missing).
 
-    The answer and the contexts are checked when the row becomes a sample; this covers the fields a
-    row may lack while other metrics still score it.
+    The one check of a missing input, for the claim metrics and the evaluators alike (a row, a suite
+    case, a captured run). The answer and the contexts are checked when the row becomes a sample;
+    this covers the fields a row may lack while other metrics still score it.
+
+    Args:
+        sample: The sample.
+        needs: What the metric needs.
+        owner: The metric's name, for the message.
+        names: Where a field comes from when it is not called as on a sample, named in the message
+            instead (a suite case: ``{"question": "input", "reference": "expected"}``).
     """
+    named = names or {}
     if needs.question and not (sample.question or "").strip():
         return InvalidInputError(
-            "question",
+            named.get("question", "question"),
             "a non-empty string",
             row=sample.id,
             detail=f"{owner} judges the answer against the question",
         )
     if needs.reference and not (sample.reference or "").strip():
+        field = named.get("reference", "reference")
         return InvalidInputError(
-            "reference",
+            field,
             "a non-empty string",
             row=sample.id,
-            detail=f"{owner} needs a reference answer; add a 'reference' field to the row",
+            detail=f"{owner} compares with a reference answer: give a '{field}', or leave {owner} out",
         )
     return None
 

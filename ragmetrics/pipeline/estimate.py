@@ -31,6 +31,7 @@ from ragmetrics.judge.pricing import batch_cost_usd, cost_usd
 from ragmetrics.metrics.base import needs_of
 from ragmetrics.metrics.claims.engine import ClaimPlan
 from ragmetrics.metrics.claims.metric import ClaimMetric
+from ragmetrics.pipeline._inputs import columns_dataset
 from ragmetrics.pipeline._metric_call import share_judges
 from ragmetrics.pipeline.dataset import Dataset, to_sample
 from ragmetrics.sample import Sample
@@ -303,11 +304,9 @@ def estimate(
     Raises:
         ConfigError: Bad dataset or columns.
     """
-    from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
-
     share_judges(metrics)
     if dataset is None:
-        dataset = _columns_dataset(questions, answers, contexts, None, None)
+        dataset = columns_dataset(questions, answers, contexts, None, None)
     needs_contexts = any(needs_of(m).contexts for m in metrics)
     ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset, columns=columns)
     estimator = SampleEstimator(metrics, repeats=repeats, check_cache=check_cache)

@@ -36,6 +36,7 @@ from typing import Any
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.metrics import metric_from_name
 from ragmetrics.pipeline._budget import within_budget
 from ragmetrics.pipeline._execute import SampleExecutor
 from ragmetrics.pipeline._failure import BudgetExceededError, SampleTimeoutError, failure_record
@@ -46,6 +47,8 @@ from ragmetrics.pipeline._results import EvaluationResults, PipelineEvent, Pipel
 from ragmetrics.pipeline._run_loop import run_bounded
 from ragmetrics.pipeline._run_state import RunState
 from ragmetrics.pipeline.dataset import Dataset, Row
+from ragmetrics.pipeline.estimate import SampleEstimator
+from ragmetrics.pipeline.estimate import estimate as estimate_run
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.pipeline.report import EvaluationResult, ReportBuilder
 
@@ -67,8 +70,6 @@ for _public in (EvaluationResults, PipelineEvent, PipelineRun, BudgetExceededErr
 
 
 def _by_name(name: str) -> Any:
-    from ragmetrics.metrics import metric_from_name
-
     return metric_from_name(name)
 
 
@@ -284,8 +285,6 @@ class EvaluationPipeline:
 
     def estimate(self, dataset: Any = None, *, check_cache: bool = True, **kwargs: Any) -> Any:
         """Predict calls, tokens and cost of :meth:`evaluate` on the same data, calling nothing."""
-        from ragmetrics.pipeline.estimate import estimate
-
         columns = kwargs.pop("columns", None) or self.columns
         if dataset is None:
             dataset = _columns_dataset(
@@ -297,7 +296,9 @@ class EvaluationPipeline:
             )
         if kwargs:
             raise TypeError(f"estimate() got unexpected arguments {sorted(kwargs)}")
-        return estimate(self.metrics, dataset, columns=columns, repeats=self.repeats, check_cache=check_cache)
+        return estimate_run(
+            self.metrics, dataset, columns=columns, repeats=self.repeats, check_cache=check_cache
+        )
 
     # -- internals -----------------------------------------------------------------------------------
     def _dataset(
@@ -342,8 +343,6 @@ class EvaluationPipeline:
         box.append(state)
         estimator = None
         if self.max_cost_usd is not None:
-            from ragmetrics.pipeline.estimate import SampleEstimator
-
             estimator = SampleEstimator(self.metrics, repeats=self.repeats)
             state.budget_cond = asyncio.Condition()
         executor = self._executor

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmetrics.regression.compare import DEFAULT_THRESHOLDS, Delta, Diff, compare_snapshots
+from ragmetrics.regression.render import regression_message
 from ragmetrics.regression.snapshot import Snapshot
 
 __all__ = ["RUN_THRESHOLDS", "GateResult", "gate_run", "known_metrics"]
@@ -42,8 +43,6 @@ class GateResult:
         Args:
             gated: Whether they fail the run (``--fail-on-regression``).
         """
-        from ragmetrics.regression.render import regression_message
-
         by_p = self.require_significance
         return {
             "count": len(self.regressions),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from numbers import Real
 from typing import Annotated, Any, Final, Literal
 
@@ -213,8 +214,6 @@ class Snapshot(BaseModel):
 
 
 def _version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("ragmetrics")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree

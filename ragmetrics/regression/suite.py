@@ -5,7 +5,7 @@ passing logic decides whether ``all`` of them or ``any`` one must pass (a result
 passes). A :class:`Suite` is a list of cases, written in Python or loaded with :meth:`Suite.from_file`::
 
     name: capitals
-    llm: openai:gpt-4o-mini        # judge for llm_judge / llm_rubric / g_eval entries without one
+    llm: openai:gpt-4o-mini        # judge for the RAG metrics, llm_judge / llm_rubric / g_eval without one
     embeddings: fake               # embedder for cosine_similarity entries without one
     cases:
       - id: france
@@ -18,6 +18,17 @@ passes). A :class:`Suite` is a list of cases, written in Python or loaded with :
             value: Paris, France   # this evaluator's own expected value
           - {type: rouge, threshold: 0.5}
           - {type: regex, value: "^Paris"}   # regex, custom, llm_rubric, g_eval: value = main argument
+      - id: rag
+        input: What is the capital of France?      # the question
+        contexts: [Paris is the capital of France.]  # the retrieved passages, in order
+        expected: Paris is the capital of France.  # the reference
+        evaluators: [faithfulness, {type: context_recall, threshold: 0.8}]
+
+A RAG metric (``faithfulness``, ``relevancy``, ``groundedness``, ``context_recall``,
+``context_precision``, ``context_relevancy``, ``answer_correctness``) scores the output as the answer
+to ``input`` over ``contexts``, with ``expected`` as the reference; the RAG metrics of a suite on one
+judge share its calls as in a pipeline run. A case without an input a metric needs (``contexts``,
+``expected``, a blank ``input``) gets status ``invalid_input`` for that metric naming the field.
 
 Every error names the file and the field (``suite.yaml: cases[2].evaluators[0]: ...``).
 :func:`run_suite` scores the model outputs on the pipeline's run loop (bounded cases in flight, shared
@@ -31,6 +42,7 @@ import asyncio
 import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -38,6 +50,10 @@ from pydantic import BaseModel, Field
 from ragmetrics._check import check_int
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.failure import ErrorRecord, failure_from
+from ragmetrics.metrics.evaluators.base import Evaluator
+from ragmetrics.pipeline._run_loop import run_bounded
+from ragmetrics.pipeline.progress import ProgressBar
+from ragmetrics.pipeline.runner import share_judges
 from ragmetrics.regression.suite_spec import Case, Check, Passing, Suite
 from ragmetrics.score import MetricResult, Usage
 
@@ -94,6 +110,16 @@ class SuiteOutcome(BaseModel):
 Outputs = Mapping[str, str] | Sequence[str] | Callable[[str], "str | Awaitable[str]"] | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Produced:
+    """What the model under test gave for one case."""
+
+    output: str
+    usage: Usage
+    contexts: tuple[str, ...] | None = None
+    """The contexts it retrieved, when the outputs function returned them."""
+
+
 def _split_usage(value: Any) -> tuple[Any, Usage]:
     """An outputs function may return ``{"output": str, "usage": {...}}`` to report what it spent."""
     if isinstance(value, Mapping) and "output" in value:
@@ -112,18 +138,36 @@ def _split_usage(value: Any) -> tuple[Any, Usage]:
     return value, Usage()
 
 
-async def _output_for(case: Case, index: int, outputs: Outputs) -> tuple[str, Usage]:
+def _contexts_of(value: Any, case: Case) -> tuple[str, ...] | None:
+    """The ``contexts`` an outputs function returned beside its ``output`` (None when it gave none)."""
+    if not isinstance(value, Mapping) or value.get("contexts") is None:
+        return None
+    contexts = value["contexts"]
+    if isinstance(contexts, str) or not isinstance(contexts, Sequence):
+        raise ConfigError(f"case '{case.id}': the outputs function's 'contexts' must be a list of strings")
+    for i, text in enumerate(contexts):
+        if not isinstance(text, str):
+            raise ConfigError(
+                f"case '{case.id}': the outputs function's contexts[{i}] must be a string, "
+                f"got {type(text).__name__}"
+            )
+    return tuple(contexts)
+
+
+async def _output_for(case: Case, index: int, outputs: Outputs) -> _Produced:
     if outputs is None:
         if case.output is None:
             raise ConfigError(
                 f"case '{case.id}': no model output (give outputs to run_suite or 'output' in the case)"
             )
-        return case.output, Usage()
+        return _Produced(case.output, Usage())
     usage = Usage()
+    contexts = None
     if callable(outputs):
         produced = outputs(case.input)
         if inspect.isawaitable(produced):
             produced = await produced
+        contexts = _contexts_of(produced, case)
         value, usage = _split_usage(produced)
     elif isinstance(outputs, Mapping):
         if case.id not in outputs:
@@ -135,7 +179,7 @@ async def _output_for(case: Case, index: int, outputs: Outputs) -> tuple[str, Us
         value = outputs[index]
     if not isinstance(value, str):
         raise ConfigError(f"case '{case.id}': the model output must be a string, got {type(value).__name__}")
-    return value, usage
+    return _Produced(value, usage, contexts)
 
 
 async def run_suite(
@@ -156,6 +200,8 @@ async def run_suite(
             function ``input -> output`` (sync or async), or None to use each case's ``output``. The
             function may return ``{"output": str, "usage": {"prompt_tokens": ..., "completion_tokens":
             ..., "cost_usd": ...}}``; that usage is reported as ``model_usage``, apart from the judge's.
+            A RAG app may add ``"contexts": [...]``, what it retrieved, which the RAG metrics then
+            judge in place of the case's ``contexts``.
         max_concurrency: Cases in flight at once (each one output call, then its evaluators).
         progress: True to draw a progress bar on stderr, False not to, None on a terminal only.
 
@@ -168,10 +214,6 @@ async def run_suite(
     check_int(max_concurrency, "max_concurrency", "run_suite", minimum=1)
     if isinstance(model_outputs, str):
         raise ConfigError("run_suite: model_outputs must be a mapping, a list or a function, not a string")
-    from ragmetrics.pipeline._run_loop import run_bounded
-    from ragmetrics.pipeline.progress import ProgressBar
-    from ragmetrics.pipeline.runner import share_judges
-
     judges = share_judges([c.evaluator for case in suite.cases for c in case.evaluators])
     bar = ProgressBar(len(suite.cases), enabled=progress)
     settled: dict[int, tuple[CaseOutcome, Usage]] = {}
@@ -207,7 +249,7 @@ async def run_suite(
 async def _score_case(index: int, case: Case, model_outputs: Outputs) -> tuple[CaseOutcome, Usage]:
     """One case: its output, then its evaluators together; failures become records (never raises)."""
     try:
-        output, model_usage = await _output_for(case, index, model_outputs)
+        produced = await _output_for(case, index, model_outputs)
     except Exception as exc:  # noqa: BLE001 - one case's failure is recorded, the rest go on
         record = failure_from(exc, row=index)
         return CaseOutcome(
@@ -218,8 +260,9 @@ async def _score_case(index: int, case: Case, model_outputs: Outputs) -> tuple[C
             errors=[f"model output: {record.type}: {shorten(record.message, 300)}"],
             failures=[record],
         ), Usage()
+    output = produced.output
     settled = await asyncio.gather(
-        *(_evaluate(check, case, output) for check in case.evaluators), return_exceptions=True
+        *(_evaluate(check, case, produced) for check in case.evaluators), return_exceptions=True
     )
     results: list[MetricResult] = []
     errors = []
@@ -242,22 +285,27 @@ async def _score_case(index: int, case: Case, model_outputs: Outputs) -> tuple[C
         results=results,
         errors=errors,
         failures=failures,
-    ), model_usage
+    ), produced.usage
 
 
-async def _evaluate(check: Check, case: Case, output: str) -> MetricResult:
-    """One evaluator on the output; a missing expected value it needs gives an ``invalid_input`` result."""
-    evaluator = check.evaluator
-    missing = evaluator.missing_reference(
-        case.expected if check.value is None else check.value, field="expected", row=case.id
-    )
+async def _evaluate(check: Check, case: Case, produced: _Produced) -> MetricResult:
+    """One evaluator or metric on the output; an input it needs and the case lacks gives ``invalid_input``."""
+    metric = check.evaluator
+    sample = case.sample_for(check, produced.output, produced.contexts)
+    has_contexts = produced.contexts is not None or case.contexts is not None
+    missing = case.missing_for(check, sample, has_contexts=has_contexts)
     if missing is not None:
         return MetricResult(
-            name=evaluator.name,
+            name=metric.name,
             score=None,
-            threshold=evaluator.threshold,
+            threshold=metric.threshold,
             reasoning=f"No score: {missing}",
-            signature=evaluator.signature,
+            signature=metric.signature if isinstance(metric, Evaluator) else "",
             **failure_from(missing).result_fields(),
         )
-    return await evaluator.evaluate(output, case.reference_for(check), case.input)
+    if isinstance(metric, Evaluator):
+        return await metric.evaluate(produced.output, case.reference_for(check), case.input)
+    result = await metric.evaluate_sample(sample)
+    if not isinstance(result, MetricResult):
+        raise TypeError(f"metric {metric.name!r} returned {type(result).__name__}, not a MetricResult")
+    return result

@@ -20,8 +20,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.regression.case_result import CaseResult
+from ragmetrics.regression.cases import select_cases
+from ragmetrics.regression.suite import CaseOutcome, Suite, run_suite
 from ragmetrics.score import MetricResult
 
 __all__ = ["SUITE_SUFFIXES", "is_suite_file", "run_suite_file"]
@@ -76,10 +79,7 @@ def _why_not(name: str, result: MetricResult) -> str:
     return f"{name}: score {result.score:.4g} did not pass{limit}{reason}"
 
 
-def _case_result(name: str, outcome: object) -> CaseResult:
-    from ragmetrics.regression.suite import CaseOutcome
-
-    assert isinstance(outcome, CaseOutcome)
+def _case_result(name: str, outcome: CaseOutcome) -> CaseResult:
     results = outcome.results
     names = _metric_names(results)
     metrics = {n: r.score for n, r in zip(names, results, strict=True)}
@@ -136,10 +136,6 @@ def run_suite_file(
     Raises:
         ConfigError: The ``-k`` expression is malformed.
     """
-    from ragmetrics._aio import run_sync
-    from ragmetrics.regression.cases import select_cases
-    from ragmetrics.regression.suite import Suite, run_suite
-
     file = Path(path)
     shown = _display(file)
     try:

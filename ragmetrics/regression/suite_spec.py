@@ -1,5 +1,12 @@
 """Evaluator suites, defined: :class:`Check`, :class:`Case`, :class:`Suite`, and loading them from YAML/JSON.
 
+A case's evaluators are the classic evaluators (``exact_match``, ``rouge``, ``llm_rubric``...) or the
+RAG metrics (``faithfulness``, ``relevancy``, ``groundedness``, ``context_recall``,
+``context_precision``, ``context_relevancy``, ``answer_correctness``; any other
+:class:`~ragmetrics.metrics.base.Metric` object in Python). A RAG metric scores the case as a sample:
+``input`` is the question, the model output the answer, the case's ``contexts`` the retrieved
+passages and ``expected`` the reference.
+
 The file format and how suites run are described in :mod:`ragmetrics.regression.suite`, which
 re-exports these classes. Every error names the file and the field
 (``suite.yaml: cases[2].evaluators[0]: ...``).
@@ -14,15 +21,22 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragmetrics.errors import ConfigError, InvalidInputError, RagMetricsError
-from ragmetrics.metrics.evaluators.base import Evaluator
+from ragmetrics.metrics import RAG_METRICS
+from ragmetrics.metrics.base import Metric, missing_input
+from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator
 from ragmetrics.metrics.evaluators.factory import PRIMARY_OPTION, evaluator_options, make_evaluator
-from ragmetrics.sample import check_text
+from ragmetrics.regression._suite_yaml import load_yaml
+from ragmetrics.sample import Sample, check_text
 from ragmetrics.score import MetricResult
 
 __all__ = ["Case", "Check", "Passing", "Suite"]
 
 Passing = Literal["all", "any"]
-_CASE_KEYS = frozenset({"id", "description", "input", "expected", "output", "passing", "evaluators"})
+_CASE_KEYS = frozenset(
+    {"id", "description", "input", "contexts", "expected", "output", "passing", "evaluators"}
+)
+_CASE_FIELDS = {"question": "input", "reference": "expected"}
+"""Where a suite case holds the sample fields a metric needs, named in its messages."""
 _SUITE_KEYS = frozenset({"name", "description", "llm", "embeddings", "cases"})
 
 
@@ -30,10 +44,10 @@ _SUITE_KEYS = frozenset({"name", "description", "llm", "embeddings", "cases"})
 class Check:
     """One evaluator of a case, with an optional expected value of its own."""
 
-    evaluator: Evaluator
-    """The evaluator."""
+    evaluator: Evaluator | Metric
+    """The evaluator, or a RAG metric (any :class:`~ragmetrics.metrics.base.Metric`)."""
     value: Any = None
-    """What this evaluator compares against; None: the case's ``expected``."""
+    """What this evaluator compares against (a RAG metric: its reference); None: the case's ``expected``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +72,9 @@ class Case:
     """Free text."""
     output: str | None = None
     """A recorded model output, used when :func:`run_suite` gets no outputs."""
+    contexts: tuple[str, ...] | None = None
+    """The retrieved passages the RAG metrics judge the output against, in retrieval order; None when
+    the case has none (a metric that needs them then gets ``invalid_input``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.input, str):
@@ -66,14 +83,28 @@ class Case:
             )
         if self.passing not in ("all", "any"):
             raise ConfigError(f"case {self.id or '?'}: passing must be 'all' or 'any', got {self.passing!r}")
+        if self.contexts is not None:
+            if isinstance(self.contexts, str) or not isinstance(self.contexts, Sequence):
+                raise ConfigError(f"case {self.id or '?'}: contexts must be a list of strings")
+            for i, text in enumerate(self.contexts):
+                if not isinstance(text, str):
+                    raise ConfigError(
+                        f"case {self.id or '?'}: contexts[{i}] must be a string, got {type(text).__name__}"
+                    )
+            object.__setattr__(self, "contexts", tuple(self.contexts))
         checks = []
         for item in self.evaluators:
-            if isinstance(item, Evaluator):
+            if isinstance(item, (Evaluator, Metric)) and not isinstance(item, Check):
                 item = Check(evaluator=item)
             if not isinstance(item, Check):
                 raise ConfigError(
-                    f"case {self.id or '?'}: evaluators must be Evaluator or Check objects, "
+                    f"case {self.id or '?'}: evaluators must be Evaluator, Metric or Check objects, "
                     f"got {type(item).__name__}"
+                )
+            if not isinstance(item.evaluator, Evaluator) and item.evaluator.threshold is None:
+                raise ConfigError(
+                    f"case {self.id or '?'}: metric {item.evaluator.name!r} has no threshold; a case "
+                    "passes on its metrics' pass marks, so give it one (threshold=0.8)"
                 )
             checks.append(item)
         if not checks:
@@ -83,11 +114,42 @@ class Case:
     def reference_for(self, check: Check) -> Any:
         """The expected value ``check``'s evaluator sees: a string, or a JSON value for json_match."""
         value = self.expected if check.value is None else check.value
-        if check.evaluator.structured_reference:
+        if isinstance(check.evaluator, Evaluator) and check.evaluator.structured_reference:
             return "" if value is None else value
         if value is None:
             return ""
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    def sample_for(self, check: Check, output: str, contexts: Sequence[str] | None = None) -> Sample:
+        """The case as the sample ``check``'s metric scores: input, output, contexts and reference.
+
+        Args:
+            check: The check (its own ``value``, if any, is the reference).
+            output: The model output (the answer).
+            contexts: Contexts the outputs function returned; None: the case's own.
+        """
+        reference = self.reference_for(check)
+        return Sample(
+            question=self.input,
+            answer=output,
+            contexts=tuple(contexts if contexts is not None else self.contexts or ()),
+            reference=reference if isinstance(reference, str) else json.dumps(reference, ensure_ascii=False),
+            id=self.id or None,
+        )
+
+    def missing_for(self, check: Check, sample: Sample, *, has_contexts: bool) -> InvalidInputError | None:
+        """The error for an input ``check``'s metric needs and the case lacks, naming the case's field."""
+        metric = check.evaluator
+        needs = metric.needs
+        if needs.contexts and not has_contexts:
+            return InvalidInputError(
+                "contexts",
+                "a list of strings",
+                row=sample.id,
+                detail=f"{metric.name} judges the output against the retrieved contexts: give the case "
+                f"'contexts' (an empty list is allowed), or leave {metric.name} out",
+            )
+        return missing_input(sample, needs, metric.name, names=_CASE_FIELDS)
 
     def verdict(self, results: Sequence[MetricResult]) -> bool:
         """Whether the case passes: ``all`` or ``any`` of its results passed (None counts as failed)."""
@@ -149,8 +211,6 @@ class Suite:
             except RecursionError as exc:
                 raise ConfigError(f"{path}: the JSON is nested too deeply to read") from exc
         else:
-            from ragmetrics.regression._suite_yaml import load_yaml
-
             data = load_yaml(text, str(path))
         return cls.from_data(data, source=str(path), llm=llm, embeddings=embeddings)
 
@@ -209,6 +269,8 @@ def _check(raw: Any, where: str, defaults: Mapping[str, Any]) -> Check:
     value = None
     if "value" in options and type_name not in PRIMARY_OPTION:
         value = options.pop("value")
+    if type_name in RAG_METRICS:
+        return Check(evaluator=_rag_metric(type_name, options, where, defaults), value=value)
     try:
         for key in ("llm", "embeddings"):  # the suite's judge and embedder, for evaluators that take one
             if key not in options and defaults.get(key) is not None and key in evaluator_options(type_name):
@@ -217,6 +279,26 @@ def _check(raw: Any, where: str, defaults: Mapping[str, Any]) -> Check:
     except RagMetricsError as exc:
         raise ConfigError(f"{where}: {exc}") from exc
     return Check(evaluator=evaluator, value=value)
+
+
+_RAG_OPTIONS = ("threshold", "llm", "cache", "context_budget_tokens")
+"""A RAG metric's options in a suite, besides the judge settings (``temperature``, ``timeout_s``...)."""
+
+
+def _rag_metric(type_name: str, options: dict[str, Any], where: str, defaults: Mapping[str, Any]) -> Metric:
+    """A RAG metric from a suite entry: the suite's ``llm`` as its judge unless the entry names one."""
+    if options.get("llm") is None and defaults.get("llm") is not None:
+        options["llm"] = defaults["llm"]
+    options.setdefault("threshold", DEFAULT_THRESHOLD)  # as the graded evaluators: a case needs a pass mark
+    try:
+        metric: Metric = RAG_METRICS[type_name](**options)
+    except RagMetricsError as exc:
+        raise ConfigError(
+            f"{where}: {exc} (a {type_name} entry takes {', '.join(_RAG_OPTIONS)} and judge settings)"
+        ) from exc
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {type_name}: invalid options: {exc}") from exc
+    return metric
 
 
 def _check_strings(value: Any, where: str) -> None:
@@ -269,6 +351,11 @@ def _case(raw: Any, where: str, defaults: Mapping[str, Any]) -> Case:
     if passing not in ("all", "any"):
         raise ConfigError(f"{where}.passing: must be 'all' or 'any', got {passing!r}")
     output = raw.get("output")
+    contexts = raw.get("contexts")
+    if contexts is not None and (
+        not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts)
+    ):
+        raise ConfigError(f"{where}.contexts: must be a list of strings (the retrieved passages, in order)")
     return Case(
         id=str(raw["id"]) if raw.get("id") is not None else "",
         description=raw.get("description") or "",
@@ -277,4 +364,5 @@ def _case(raw: Any, where: str, defaults: Mapping[str, Any]) -> Case:
         passing=passing,
         evaluators=tuple(checks),
         output=str(output) if output is not None else None,
+        contexts=tuple(contexts) if contexts is not None else None,
     )

@@ -32,9 +32,9 @@ from typing import Any, ClassVar
 from ragmetrics._aio import run_sync
 from ragmetrics._check import check_field, check_flag
 from ragmetrics._version import __version__
-from ragmetrics.errors import InvalidInputError, JudgeError
+from ragmetrics.errors import JudgeError
 from ragmetrics.failure import failure_from
-from ragmetrics.metrics.base import Needs, check_threshold
+from ragmetrics.metrics.base import Needs, check_threshold, missing_input
 from ragmetrics.sample import Sample, check_text
 from ragmetrics.score import JudgeInfo, MetricResult, Status, Usage
 
@@ -190,32 +190,10 @@ class Evaluator:
             InvalidInputError: The evaluator needs a reference (``needs.reference``) and the sample has
                 none, or only whitespace (the pipeline records it as status ``invalid_input``).
         """
-        missing = self.missing_reference(sample.reference, row=sample.id)
+        missing = missing_input(sample, self.needs, self.name)
         if missing is not None:
             raise missing
         return await self.evaluate(sample.answer, sample.reference or "", sample.question or "")
-
-    def missing_reference(
-        self, reference: Any, *, field: str = "reference", row: int | str | None = None
-    ) -> InvalidInputError | None:
-        """The error for a missing reference: this evaluator needs one and ``reference`` is None or blank.
-
-        Args:
-            reference: The sample's reference (a suite case's expected value).
-            field: The field's name where it comes from (``reference``; ``expected`` in a suite).
-            row: The sample's id or row, for the message.
-        """
-        if not self.needs.reference:
-            return None
-        if reference is not None and not (isinstance(reference, str) and not reference.strip()):
-            return None
-        kind = "value" if self.structured_reference else "string"
-        return InvalidInputError(
-            field,
-            f"a non-empty {kind} for {self.name}",
-            row=row,
-            detail=f"{self.name} compares the answer with the {field}: give it one, or leave {self.name} out",
-        )
 
     # -- for subclasses ----------------------------------------------------------------------------
 
