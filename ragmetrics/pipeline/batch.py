@@ -4,7 +4,7 @@
 prompts, schemas and cache keys as a real-time run, but in rounds, with no knowledge of any metric's
 call plan:
 
-1. every metric's judge is a :class:`~ragmetrics.judge.batch.DeferringJudge`; the pipeline runs over
+1. every metric's judge is a ``DeferringJudge`` (``judge/providers/batch_judge.py``); the pipeline runs over
    the dataset, and each request not answered yet is deferred (its exact real-time body recorded);
 2. the round's deferred requests go to the provider as one batch (several when there are more than
    ``max_requests``), which is polled every ``poll_interval_s`` until it ends; its results are filed
@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmetrics.errors import BatchPendingError, ConfigError
-from ragmetrics.judge.batch import BatchLedger, DeferringJudge, ledger_folder
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.providers.batch_api import BatchAPI, batch_api_for
+from ragmetrics.judge.providers.batch_judge import BatchLedger, DeferringJudge, ledger_folder
 from ragmetrics.pipeline._metric_call import share_judges
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ How a run goes:
 This module holds the pipeline and its run loop; the parts live beside it: metrics normalised and
 judges shared (``_metric_call``), one row's execution (``_execute``), failure records (``_failure``),
 the budget (``_budget``), run counters (``_run_state``), dataset input (``_inputs``), the run loop
-shared with the suites (``_run_loop``) and what a run returns (``_results``).
+shared with the suites (``run_loop``) and what a run returns (``_results``).
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ from ragmetrics.pipeline._inputs import DuplicateIds, to_dataset, validate_all
 from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
 from ragmetrics.pipeline._metric_call import MetricCall, share_judges
 from ragmetrics.pipeline._results import EvaluationResults, PipelineEvent, PipelineRun
-from ragmetrics.pipeline._run_loop import run_bounded
 from ragmetrics.pipeline._run_state import RunState
 from ragmetrics.pipeline.dataset import Dataset, Row
 from ragmetrics.pipeline.estimate import SampleEstimator
 from ragmetrics.pipeline.estimate import estimate as estimate_run
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.pipeline.report import EvaluationResult, ReportBuilder
+from ragmetrics.pipeline.run_loop import run_bounded
 
 __all__ = [
     "BudgetExceededError",

@@ -51,8 +51,8 @@ from ragmetrics._check import check_int
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.metrics.evaluators.base import Evaluator
-from ragmetrics.pipeline._run_loop import run_bounded
 from ragmetrics.pipeline.progress import ProgressBar
+from ragmetrics.pipeline.run_loop import run_bounded
 from ragmetrics.pipeline.runner import share_judges
 from ragmetrics.regression.suite_spec import Case, Check, Passing, Suite
 from ragmetrics.score import MetricResult, Usage

@@ -9,7 +9,7 @@ import pytest
 
 from ragmetrics import FaithfulnessMetric, RelevancyMetric
 from ragmetrics.errors import BatchPendingError
-from ragmetrics.judge.batch import BatchLedger
+from ragmetrics.judge.providers.batch_judge import BatchLedger
 from ragmetrics.pipeline import EvaluationPipeline
 from ragmetrics.testing import FakeLLMServer, FakeReply
 
