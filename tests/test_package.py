@@ -196,3 +196,24 @@ def test_no_import_cycle_hides_behind_type_checking():
         if module in modules.get(target, (set(), set()))[0]
     ]
     assert not hidden, "\n".join(hidden)
+
+
+def test_no_module_imports_a_private_module_of_another_package():
+    # STYLE.md: "Import a private name only from inside its own package."
+    package = Path(ragmetrics.__file__).parent
+    problems = []
+    for path in package.rglob("*.py"):
+        rel = path.relative_to(package.parent).with_suffix("")
+        module = ".".join(rel.parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("ragmetrics."):
+                continue
+            assert node.module is not None
+            parts = node.module.split(".")
+            for i, part in enumerate(parts):
+                if part.startswith("_"):
+                    owner = ".".join(parts[:i])
+                    if not (module == owner or module.startswith(owner + ".")):
+                        problems.append(f"{module} imports {node.module}, private to {owner}")
+                    break
+    assert not problems, "\n".join(problems)
