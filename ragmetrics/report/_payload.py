@@ -18,7 +18,15 @@ from ragmetrics._textnorm import fold, normalize_for_match
 from ragmetrics.pipeline.report import Report
 from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult
 
-__all__ = ["PAYLOAD_VERSION", "RELEVANCES", "VERDICTS", "build_payload", "context_view", "metric_names"]
+__all__ = [
+    "PAYLOAD_VERSION",
+    "RELEVANCES",
+    "VERDICTS",
+    "build_payload",
+    "context_view",
+    "metric_names",
+    "split_of",
+]
 
 PAYLOAD_VERSION = 1
 VERDICTS = ("supported", "contradicted", "not_found")
@@ -56,7 +64,8 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
         result = [score, status code, message, reasoning, passed, threshold, [claim],
                   [calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, reasks, retries,
                   unmetered], latency_ms,
-                  judge index, details (an object, or null), signature, [context verdict] | null]
+                  judge index, details (an object, or null), signature, [context verdict] | null,
+                  split text (0 the answer, 1 the reference)]
         claim  = [text (-1: same as its span), span start, span end, span text (when not located),
                   verdict (0 none, 1 supported, 2 contradicted, 3 not_found),
                   relevance (0 none, 1 direct, 2 supporting, 3 off_topic), context index (-1 none),
@@ -65,7 +74,8 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
         context verdict = [context index, relevant (-1 none, 0, 1), [claim index], reason]
 
     The context verdicts come from a metric's ``details["contexts"]`` (see :func:`context_view`); when
-    they are read, that key is left out of the embedded details.
+    they are read, that key is left out of the embedded details. The split text is the one the result's
+    claims were split from (see :func:`split_of`): their span offsets are in that text.
 
     Text fields are indexes into ``strings`` (-1 for none); offsets are UTF-16 code units, as in
     JavaScript strings, and -1 when the span or quote was not found in the text.
@@ -87,6 +97,7 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
     for rec in report.records:
         sample = rec.sample
         answer = sample.answer if sample else ""
+        reference = (sample.reference or "") if sample else ""
         contexts = list(sample.contexts) if sample else []
         results = []
         finder = _Finder()
@@ -95,7 +106,7 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
             results.append(
                 None
                 if result is None
-                else _result(result, answer, contexts, strings, finder, status_code, judge_code)
+                else _result(result, (answer, reference), contexts, strings, finder, status_code, judge_code)
             )
         errors = [
             [e.metric, e.status, strings(e.message), e.type, strings(e.traceback), e.field]
@@ -129,19 +140,31 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
     }
 
 
+def split_of(result: MetricResult) -> int:
+    """Which text ``result``'s claims were split from: 0 the answer, 1 the reference.
+
+    The reference when the metric's details say ``"claims_of": "reference"`` (context recall, and
+    context precision on a row with a reference); the answer otherwise (every other claim metric).
+    """
+    return 1 if isinstance(result.details, dict) and result.details.get("claims_of") == "reference" else 0
+
+
 def _result(
     result: MetricResult,
-    answer: str,
+    texts: tuple[str, str],
     contexts: list[str],
     strings: _Strings,
     finder: _Finder,
     status_code: Any,
     judge_code: Any,
 ) -> list[Any]:
+    """One result as a positional array; ``texts``: the sample's answer and reference."""
+    split = split_of(result)
+    text = texts[split]
     claims = []
     cursor = 0
     for claim in result.claims:
-        row, end = _claim(claim, answer, contexts, strings, finder, cursor)
+        row, end = _claim(claim, text, contexts, strings, finder, cursor)
         claims.append(row)
         cursor = end if end >= 0 else cursor
     u = result.usage
@@ -172,6 +195,7 @@ def _result(
         _plain(details) if details else None,
         strings(result.signature),
         view,
+        split,
     ]
 
 
@@ -227,16 +251,19 @@ def context_view(details: Any, strings: _Strings) -> list[list[Any]] | None:
 
 
 def _claim(
-    claim: ClaimRecord, answer: str, contexts: list[str], strings: _Strings, finder: _Finder, cursor: int
+    claim: ClaimRecord, split: str, contexts: list[str], strings: _Strings, finder: _Finder, cursor: int
 ) -> tuple[list[Any], int]:
-    """One claim as a positional array, and where its span ends in the answer (code points, -1)."""
-    span = finder.locate(answer, claim.span, cursor) if claim.span else None
+    """One claim as a positional array, and where its span ends in ``split`` (code points, -1).
+
+    ``split``: the text the claim was split from (the answer, or the reference).
+    """
+    span = finder.locate(split, claim.span, cursor) if claim.span else None
     s0 = s1 = -1
     end = -1
     if span is not None:
-        s0, s1 = _u16(answer, span[0]), _u16(answer, span[1])
+        s0, s1 = _u16(split, span[0]), _u16(split, span[1])
         end = span[1]
-        text = -1 if claim.text == answer[span[0] : span[1]] else strings(claim.text)
+        text = -1 if claim.text == split[span[0] : span[1]] else strings(claim.text)
     else:
         text = strings(claim.text)
     ctx = -1 if claim.context_index is None else claim.context_index  # shown as given, even out of range

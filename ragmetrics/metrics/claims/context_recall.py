@@ -4,7 +4,8 @@ The reference is split into claims and each is verified against the contexts, in
 verifies the answer's claims too (the one faithfulness makes). Each reference claim shows its verdict and
 the deciding context with a verbatim quote; ``details["contexts"]`` lists, per context, the reference
 claims it supports. A row without a reference: ``invalid_input``. A reference without claims: 1.0,
-``no_claims`` (nothing to recall). No contexts: 0.0.
+``no_claims`` (nothing to recall). No contexts: 0.0. ``details["claims_of"]`` is ``"reference"``, as
+in context precision: the HTML report locates the claims' spans in the reference.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def context_recall(found: Found) -> ClaimScore:
     if found.other is None:  # the base checks that the row has a reference
         return ClaimScore(score=None, status="invalid_input", message="context_recall needs a reference")
     found = found.other
-    details = found.base_details()
+    details = {**found.base_details(), "claims_of": "reference"}  # what the report highlights
     if not found.claims:
         return ClaimScore(
             score=1.0,

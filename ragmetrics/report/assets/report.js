@@ -11,7 +11,8 @@
   const R_INDEX = 0, R_ID = 1, R_Q = 2, R_A = 3, R_CTX = 4, R_REF = 5, R_SCORES = 6, R_STATUS = 7,
     R_COST = 8, R_LAT = 9, R_RESULTS = 10, R_ERRORS = 11, R_SPREAD = 12;
   const X_SCORE = 0, X_STATUS = 1, X_MSG = 2, X_REASONING = 3, X_PASSED = 4, X_THRESHOLD = 5, X_CLAIMS = 6,
-    X_USAGE = 7, X_LAT = 8, X_JUDGE = 9, X_DETAILS = 10, X_SIG = 11, X_CTXV = 12;
+    X_USAGE = 7, X_LAT = 8, X_JUDGE = 9, X_DETAILS = 10, X_SIG = 11, X_CTXV = 12, X_SPLIT = 13;
+  const SPLITS = ["answer", "reference"]; // the text a result's claims were split from (X_SPLIT)
   const V_INDEX = 0, V_REL = 1, V_SUPPORTS = 2, V_REASON = 3; // a context verdict (see _payload.context_view)
   const C_TEXT = 0, C_S0 = 1, C_S1 = 2, C_SPAN = 3, C_VERDICT = 4, C_REL = 5, C_CTX = 6, C_E0 = 7, C_E1 = 8,
     C_QUOTE = 9, C_VERIFIED = 10, C_REASON = 11;
@@ -410,7 +411,9 @@
     const rowErrors = row[R_ERRORS].filter((e) => e[0] == null);
     for (const e of rowErrors) parts.push(errorBox(e));
     parts.push(h("div", { class: "block" }, h("h4", null, "Question"), h("p", { class: "text", id: "d-question" }, str(row[R_Q]) || "(none)")));
-    if (row[R_REF] >= 0) parts.push(h("div", { class: "block" }, h("h4", null, "Reference answer"), h("p", { class: "text" }, str(row[R_REF]))));
+    const refHead = h("h4", null, "Reference answer");
+    const refEl = h("p", { class: "text", id: "d-reference" }, str(row[R_REF]));
+    if (row[R_REF] >= 0) parts.push(h("div", { class: "block" }, refHead, refEl));
     const facts = [["Latency", ms(row[R_LAT])], ["Cost", money(row[R_COST])]];
     parts.push(h("dl", { class: "kv" }, facts.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
 
@@ -434,7 +437,7 @@
     parts.push(tabs, panel);
     const m = Math.min(state.tab, NM - 1);
     const res = row[R_RESULTS][m];
-    fillPanel(panel, row, m, res, answer, contexts);
+    fillPanel(panel, row, m, res, answer, contexts, { head: refHead, el: refEl });
     detail.replaceChildren(...parts);
     updateNav();
   }
@@ -459,7 +462,20 @@
       e[4] >= 0 ? h("details", null, h("summary", null, "Traceback"), h("pre", null, str(e[4]))) : null);
   }
 
-  function fillPanel(panel, row, m, res, answer, contexts) {
+  // the claims' spans highlighted in ``el`` (the answer or the reference); a mark opens its claim
+  function claimText(el, text, spans, panel) {
+    el.replaceChildren(...highlight(text, spans));
+    el.addEventListener("click", (ev) => {
+      const mark = ev.target.closest("mark[data-claim]");
+      if (mark) focusClaim(panel, Number(mark.dataset.claim));
+    });
+    el.addEventListener("keydown", (ev) => {
+      const mark = ev.target.closest("mark[data-claim]");
+      if (mark && (ev.key === "Enter" || ev.key === " ")) { ev.preventDefault(); focusClaim(panel, Number(mark.dataset.claim)); }
+    });
+  }
+
+  function fillPanel(panel, row, m, res, answer, contexts, ref) {
     const name = METRICS[m];
     const metricErrors = row[R_ERRORS].filter((e) => e[0] === name);
     const status = STATUSES[row[R_STATUS][m]] || "missing";
@@ -495,20 +511,23 @@
       const cls = claimClass(c, useVerdict);
       if (c[C_S0] >= 0 && cls) spans.push({ s: c[C_S0], e: c[C_S1], cls, claim: k });
     });
-    const answerEl = h("p", { class: "text answer", id: "d-answer" }, answer ? highlight(answer, spans) : h("em", null, "(empty answer)"));
-    answerEl.addEventListener("click", (ev) => {
-      const mark = ev.target.closest("mark[data-claim]");
-      if (mark) focusClaim(panel, Number(mark.dataset.claim));
-    });
-    answerEl.addEventListener("keydown", (ev) => {
-      const mark = ev.target.closest("mark[data-claim]");
-      if (mark && (ev.key === "Enter" || ev.key === " ")) { ev.preventDefault(); focusClaim(panel, Number(mark.dataset.claim)); }
-    });
-    panel.append(h("div", { class: "block" }, h("h4", null, "Answer" + (claims.length ? ` — ${claims.length} claim${claims.length === 1 ? "" : "s"}` : "")), answerEl));
+    const split = SPLITS[res[X_SPLIT]] || "answer";
+    const source = split === "reference" ? str(row[R_REF]) : answer; // the text the claims' spans are in
+    const counted = claims.length ? ` — ${claims.length} claim${claims.length === 1 ? "" : "s"}` : "";
+    const answerEl = h("p", { class: "text answer", id: "d-answer" }, answer || h("em", null, "(empty answer)"));
+    if (split === "answer") {
+      if (answer) claimText(answerEl, answer, spans, panel);
+    } else if (row[R_REF] >= 0) { // the reference's claims: highlighted in the reference block above
+      claimText(ref.el, source, spans, panel);
+      ref.head.textContent = "Reference answer" + (counted ? counted + " of " + METRICS[m] : "");
+      ref.el.classList.add("claimed");
+    }
+    const answerHead = split === "answer" ? "Answer" + counted : "Answer (" + METRICS[m] + " splits the reference)";
+    panel.append(h("div", { class: "block" }, h("h4", null, answerHead), answerEl));
 
     if (claims.length) {
       const list = h("ol", { class: "claims", id: "d-claims" });
-      claims.forEach((c, k) => list.append(claimItem(c, k, useVerdict, answer, contexts)));
+      claims.forEach((c, k) => list.append(claimItem(c, k, useVerdict, source, split, contexts)));
       panel.append(h("div", { class: "block" }, h("h4", null, "Claims"), list));
     }
     const obj = res[X_DETAILS];
@@ -550,10 +569,10 @@
     setTimeout(() => li.classList.remove("flash"), 1200);
   }
 
-  function claimItem(c, k, useVerdict, answer, contexts) {
+  function claimItem(c, k, useVerdict, source, split, contexts) { // source: the split text (answer or reference)
     const verdict = VERDICTS[c[C_VERDICT]];
     const rel = RELEVANCE[c[C_REL]];
-    const text = c[C_TEXT] >= 0 ? str(c[C_TEXT]) : answer.slice(c[C_S0], c[C_S1]);
+    const text = c[C_TEXT] >= 0 ? str(c[C_TEXT]) : source.slice(c[C_S0], c[C_S1]);
     const headBits = [h("span", { class: "n", title: "claim " + k + " (numbered from 0, as in the judge's reasons)" }, "#" + k)];
     if (verdict) headBits.push(h("span", { class: "badge v-" + verdict }, label(verdict)));
     if (rel) headBits.push(h("span", { class: "badge r-" + rel, title: "relevance to the question" }, "relevance: " + label(rel)));
@@ -564,7 +583,7 @@
       h("p", { class: "claim-text" }, text));
     if (c[C_S0] < 0) {
       const span = str(c[C_SPAN]);
-      li.append(h("p", { class: "unlocated" }, span ? "Span not found in the answer: “" + span + "”" : "No answer span given for this claim."));
+      li.append(h("p", { class: "unlocated" }, span ? "Span not found in the " + split + ": “" + span + "”" : "No " + split + " span given for this claim."));
     }
     if (c[C_REASON] >= 0) li.append(h("p", { class: "claim-reason" }, str(c[C_REASON])));
     const ci = c[C_CTX];
