@@ -13,7 +13,7 @@ from ragmetrics.judge.limits import AdaptiveLimiter, RateGate, RateLimiter
 
 def test_a_rate_limit_is_passed_on_but_a_cut_for_another_worker_is_not():
     told: list[int] = []
-    limiter = AdaptiveLimiter(maximum=16, cooldown_s=0.0, on_throttle=lambda: told.append(limiter.limit))
+    limiter = AdaptiveLimiter(maximum=16, cooldown_s=0.0, on_throttle=lambda _: told.append(limiter.limit))
     limiter.on_rate_limited()
     assert limiter.limit == 8 and told == [8], "the judge's own 429: cut, then the shared limit is told"
     limiter.cut()
