@@ -292,15 +292,15 @@ def test_without_ray_the_error_names_the_extra(monkeypatch):
 
 def test_a_retry_after_holds_every_workers_next_request(srv, tmp_path):
     srv.latency = 0.02
-    srv.on(lambda r: r.index == 12, FakeReply(status=429, retry_after=1, message="slow down"), times=1)
+    srv.on(lambda r: r.index == 8, FakeReply(status=429, retry_after=1, message="slow down"), times=1)
     limit = ClusterRateLimit(requests_per_minute=6000, burst_s=0.1)  # 100 a second: the cap is no brake
     out = evaluate_ray(
-        _rows(24),
+        _rows(16),
         metrics=METRICS,
         llm=_spec(srv),
         judge_options={"api_key": KEY},
         cache=str(tmp_path / "ray-cache"),
-        workers=4,
+        workers=2,
         batch_size=4,
         rate_limit=limit,
     )
@@ -314,7 +314,7 @@ def test_a_retry_after_holds_every_workers_next_request(srv, tmp_path):
     assert later and later[-1] >= 0.95, "the run went on after the hold"
     stats = limit.stats()
     assert stats["throttles"] == 1 and stats["held_s"] > 0.3
-    assert set(frame["faithfulness_status"]) == {"ok"} and len(srv.requests) == 49
+    assert set(frame["faithfulness_status"]) == {"ok"} and len(srv.requests) == 33
 
 
 def _crash_always(victim: str) -> Any:
