@@ -288,3 +288,68 @@ def test_without_ray_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if it were not installed
     with pytest.raises(MissingDependencyError, match=r"ragmetrics\[ray\]"):
         evaluate_ray([{"answer": "a"}], ["exact_match"])
+
+
+def test_a_retry_after_holds_every_workers_next_request(srv, tmp_path):
+    srv.latency = 0.02
+    srv.on(lambda r: r.index == 8, FakeReply(status=429, retry_after=1, message="slow down"), times=1)
+    limit = ClusterRateLimit(requests_per_minute=6000, burst_s=0.1)  # 100 a second: the cap is no brake
+    out = evaluate_ray(
+        _rows(16),
+        metrics=METRICS,
+        llm=_spec(srv),
+        judge_options={"api_key": KEY},
+        cache=str(tmp_path / "ray-cache"),
+        workers=2,
+        batch_size=4,
+        rate_limit=limit,
+    )
+    frame = out.to_pandas()
+    throttled = next(r.received_at for r in srv.requests if r.index == 12)
+    later = sorted(r.received_at - throttled for r in srv.requests if r.received_at > throttled)
+    # requests granted before the 429's signal reached the bucket may still arrive in its first
+    # moments (a grant-to-send delay on these 2 shared cores); none after that until the second is up
+    inside = [round(t, 3) for t in later if 0.4 < t < 0.95]
+    assert not inside, f"requests reached the server {inside} s after a 429 that said Retry-After: 1"
+    assert later and later[-1] >= 0.95, "the run went on after the hold"
+    stats = limit.stats()
+    assert stats["throttles"] == 1 and stats["held_s"] > 0.3
+    assert set(frame["faithfulness_status"]) == {"ok"} and len(srv.requests) == 33
+
+
+def _crash_always(victim: str) -> Any:
+    """A metric that kills its worker process whenever it meets ``victim``."""
+
+    async def crash_always(sample: Any) -> float:
+        if sample.id == victim:
+            os._exit(1)
+        return 1.0
+
+    return crash_always
+
+
+def test_a_batch_that_always_kills_its_worker_becomes_error_rows_and_the_run_finishes(srv, tmp_path):
+    rows = _rows(8)
+    metrics = [*METRICS, _crash_always(victim="s5")]
+    frame = evaluate_ray(
+        rows,
+        metrics,
+        llm=_spec(srv),
+        judge_options={"api_key": KEY},
+        cache=str(tmp_path / "c"),
+        workers=2,
+        batch_size=4,
+        max_attempts=2,
+    ).to_pandas()
+    records = {r["index"]: r for r in _plain(frame)}
+    assert sorted(records) == list(range(8)), "every row comes back, none dropped"
+    for i in range(4):
+        assert records[i]["faithfulness_status"] == "ok" and records[i]["crash_always"] == 1.0
+    for i in range(4, 8):
+        record = records[i]
+        assert record["faithfulness_status"] == "provider_error"
+        assert record["crash_always_status"] == "provider_error" and record["crash_always"] is None
+        assert "rows 4-7 crashed 2 times" in record["errors"], record["errors"]
+        assert record["id"] == f"s{i}" and record["question"] == f"What is item {i}?"
+    with pytest.raises(ConfigError, match="max_attempts"):
+        evaluate_ray(rows, METRICS, llm="offline", max_attempts=0)
