@@ -7,7 +7,9 @@ Prompts are rendered exactly as they would be sent; prompt tokens are counted as
 the response schema (providers bill the tool schema as prompt tokens); completion tokens are guessed
 from the answer's length and its number of sentences. When ``check_cache`` is on, requests already in
 the judge cache are counted as cached (free), and a cached extraction gives the real claims, so the
-verification request can be looked up too. Cost comes from the judge's price table.
+verification request can be looked up too. Requests equal under the judge's cache key are billed once
+across the whole dataset, as a run's cache and single-flight make them once. Cost comes from the
+judge's price table.
 
 Metrics without a judge (pure functions, text evaluators) are assumed to make no LLM calls.
 """
@@ -168,21 +170,28 @@ class SampleEstimator:
         """The judges estimated, one per group."""
         return [g.judge for g in self.groups]
 
-    def estimate(self, sample: Sample) -> dict[str, _Cost]:
-        """Predicted usage of ``sample`` per judge spec."""
+    def estimate(self, sample: Sample, seen: dict[int, set[str]] | None = None) -> dict[str, _Cost]:
+        """Predicted usage of ``sample`` per judge spec.
+
+        Args:
+            sample: The sample.
+            seen: Cache keys already billed, per judge group, shared across calls: pass the same dict
+                for every row of a dataset so a request repeated on another row is billed once, as the
+                run's cache and single-flight make it once. None bills ``sample`` on its own.
+        """
         out: dict[str, _Cost] = {}
-        for group in self.groups:
+        for index, group in enumerate(self.groups):
             acc = out.setdefault(group.judge.info.spec, _Cost())
             for repeat in range(self.repeats):
-                self._sample(group, sample, repeat, acc)
+                shared = seen.setdefault(index, set()) if seen is not None else set()
+                self._sample(group, sample, repeat, acc, shared)
         return out
 
     def cost(self, sample: Sample) -> float:
         """Predicted cost of ``sample`` in USD."""
         return sum(c.cost for c in self.estimate(sample).values())
 
-    def _sample(self, group: _Group, sample: Sample, repeat: int, acc: _Cost) -> None:
-        seen: set[str] = set()
+    def _sample(self, group: _Group, sample: Sample, repeat: int, acc: _Cost, seen: set[str]) -> None:
         for metric in group.members:
             for claim_plan in metric.plans(sample, repeat):
                 self._plan(group.judge, claim_plan, seen, acc)
@@ -288,8 +297,9 @@ def estimate(
 ) -> Estimate:
     """Predict calls, tokens and cost of running ``metrics`` over a dataset, without calling anything.
 
-    Claim metrics that share a judge are counted as the pipeline runs them (extraction once per
-    sample). Pass the same metrics you give the pipeline; ``EvaluationPipeline.estimate`` does this.
+    Claim metrics that share a judge are counted as the pipeline runs them: a request equal under the
+    judge's cache key is billed once across the whole dataset (identical rows cost one set of calls).
+    Pass the same metrics you give the pipeline; ``EvaluationPipeline.estimate`` does this.
 
     Args:
         metrics: The metrics to run.
@@ -312,6 +322,7 @@ def estimate(
     estimator = SampleEstimator(metrics, repeats=repeats, check_cache=check_cache)
     result = Estimate(repeats=repeats)
     per: dict[str, _Cost] = {}
+    seen: dict[int, set[str]] = {}  # billed cache keys per judge group, across the whole dataset
     for row in ds.rows():
         try:
             sample = to_sample(row, require_contexts=needs_contexts)
@@ -319,7 +330,7 @@ def estimate(
             result.invalid_rows += 1
             continue
         result.samples += 1
-        for spec, cost in estimator.estimate(sample).items():
+        for spec, cost in estimator.estimate(sample, seen).items():
             acc = per.setdefault(spec, _Cost())
             acc.calls += cost.calls
             acc.cached += cost.cached

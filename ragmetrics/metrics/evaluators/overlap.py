@@ -16,6 +16,11 @@ Both reproduce their reference implementations to the last bit (``tests/parity/`
   ``exact_match`` for labels. Tokens are runs of word characters or single punctuation marks
   (``\w+|[^\w\s]``, Unicode-aware), case-folded unless ``case_sensitive``.
 
+ROUGE-L's longest common subsequence is quadratic in the token counts (bit-parallel, ~n*m/64 steps):
+the ``rouge`` evaluator scores sides of at most ``max_chars`` characters (default 200,000) and
+``max_chars // 2`` tokens; longer ones are ``invalid_input``. The costliest text at the cap (random
+two-character tokens on both sides) takes ~0.7 s. ``rouge_l`` itself has no cap. BLEU is linear.
+
 One deliberate difference, for both: when *neither* side has a single token (both empty, or for ROUGE
 both without ASCII letters or digits), the references return 0; here the score is 1.0 when the two
 trimmed (case-folded) texts are equal and 0.0 otherwise, so identical texts always score 1.
@@ -30,10 +35,12 @@ from typing import Any
 
 from rapidfuzz.distance import LCSseq
 
-from ragmetrics.metrics.evaluators.base import GradedEvaluator, Scored
+from ragmetrics._check import check_int
+from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, GradedEvaluator, Scored
 
 __all__ = [
     "BLEU_SMOOTHING_EPSILON",
+    "ROUGE_MAX_CHARS",
     "BleuEvaluator",
     "RougeEvaluator",
     "bleu_score",
@@ -44,6 +51,10 @@ __all__ = [
 
 BLEU_SMOOTHING_EPSILON = 0.1
 """nltk ``SmoothingFunction().method1`` epsilon: matches counted for an n-gram order with none."""
+
+ROUGE_MAX_CHARS = 200_000
+"""Default longest side the ``rouge`` evaluator scores, in characters; at most half as many tokens
+(two random texts of two-character tokens this long: ~0.7 s)."""
 
 _ROUGE_TOKEN = re.compile(r"[a-z0-9]+")
 _ROUGE_TOKEN_CASED = re.compile(r"[A-Za-z0-9]+")
@@ -76,6 +87,12 @@ def _lcs_length(a: list[str], b: list[str]) -> int:
 def _rouge(prediction: str, reference: str, case_sensitive: bool) -> tuple[float, dict[str, Any]]:
     pred = rouge_tokens(prediction, case_sensitive=case_sensitive)
     ref = rouge_tokens(reference, case_sensitive=case_sensitive)
+    return _rouge_of(prediction, reference, pred, ref, case_sensitive)
+
+
+def _rouge_of(
+    prediction: str, reference: str, pred: list[str], ref: list[str], case_sensitive: bool
+) -> tuple[float, dict[str, Any]]:
     details: dict[str, Any] = {"prediction_tokens": len(pred), "reference_tokens": len(ref)}
     if not pred and not ref:
         details["no_tokens"] = True
@@ -106,11 +123,42 @@ class RougeEvaluator(GradedEvaluator):
 
     name = "rouge"
 
+    def __init__(
+        self,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        case_sensitive: bool = False,
+        negate: bool = False,
+        max_chars: int = ROUGE_MAX_CHARS,
+    ) -> None:
+        super().__init__(threshold=threshold, case_sensitive=case_sensitive, negate=negate)
+        self.max_chars = check_int(max_chars, "max_chars", self.name, minimum=2)
+
     def _options(self) -> dict[str, object]:
-        return {"variant": "rougeL-f", "tokenizer": "rouge_score-default", **super()._options()}
+        # Only a non-default cap joins the signature, so earlier snapshots of the default stay comparable.
+        extra = {"max_chars": self.max_chars} if self.max_chars != ROUGE_MAX_CHARS else {}
+        return {"variant": "rougeL-f", "tokenizer": "rouge_score-default", **super()._options(), **extra}
+
+    def _over_cap(self, field: str, size: int, unit: str, cap: int) -> Scored:
+        return Scored(
+            score=None,
+            status="invalid_input",
+            message=f"the {field} is {size:,} {unit}, over rouge's limit of {cap:,} (max_chars "
+            f"{self.max_chars:,}; the cost grows with the product of the two lengths); shorten it or "
+            "raise max_chars",
+        )
 
     def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
-        score, details = _rouge(prediction, reference, self.case_sensitive)
+        sides = ((prediction, "output"), (reference, "expected value"))
+        for text, field in sides:
+            if len(text) > self.max_chars:
+                return self._over_cap(field, len(text), "characters", self.max_chars)
+        tokens = []
+        for text, field in sides:
+            tokens.append(rouge_tokens(text, case_sensitive=self.case_sensitive))
+            if len(tokens[-1]) > self.max_chars // 2:  # lower() can grow a text (U+0130 is 2 characters)
+                return self._over_cap(field, len(tokens[-1]), "tokens", self.max_chars // 2)
+        score, details = _rouge_of(prediction, reference, tokens[0], tokens[1], self.case_sensitive)
         if details.get("no_tokens"):
             how = "equal" if score == 1.0 else "different"
             reasoning = (

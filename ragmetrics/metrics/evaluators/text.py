@@ -18,7 +18,10 @@
   group, so outputs over ``max_chars`` (1,000,000), or over 4,000,000 / (1 + capture groups)
   characters, are ``invalid_input`` instead of matched: at most ~160 MB measured.
 - ``levenshtein``: ``1 - normalised edit distance`` (distance / length of the longer string) on the
-  trimmed strings, as ``rapidfuzz`` computes it.
+  trimmed strings, as ``rapidfuzz`` computes it. Its cost is quadratic (bit-parallel, about n*m/64
+  steps, slower for non-ASCII text), so a side longer than ``max_chars`` (default 50,000, checked
+  before and after case folding) is ``invalid_input`` instead of scored: the costliest text at the
+  cap (random CJK on both sides) takes ~0.5 s, 100,000 characters ~1.3 s.
 - ``f1``: F1 over the *unique* whitespace-separated tokens of each side (set overlap, no bag counts).
 
 Case-insensitive comparison uses ``str.casefold``.
@@ -37,6 +40,7 @@ from ragmetrics._check import check_int, check_seconds, config_error
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.metrics.base import Needs
 from ragmetrics.metrics.evaluators.base import (
+    DEFAULT_THRESHOLD,
     FIXED_PASS_MARK,
     Evaluator,
     GradedEvaluator,
@@ -47,6 +51,7 @@ __all__ = [
     "ContainsEvaluator",
     "ExactMatchEvaluator",
     "F1Evaluator",
+    "LEVENSHTEIN_MAX_CHARS",
     "LevenshteinEvaluator",
     "RegexMatchEvaluator",
     "levenshtein_similarity",
@@ -65,6 +70,9 @@ MAX_REGEX_SIZE = 100_000
 """Largest ``regex`` pattern accepted, in items (characters, classes, anchors, ...) once counted
 repetitions are multiplied out by their minimum counts: ``a{100000}`` is 100,000 items and compiles in
 ~0.1 s and ~30 MB; an item costs the compiler up to ~4 us and ~1 KB."""
+
+LEVENSHTEIN_MAX_CHARS = 50_000
+"""Default longest side ``levenshtein`` scores, in characters (two random CJK texts this long: ~0.5 s)."""
 
 _normalized_distance = Levenshtein.normalized_distance
 
@@ -353,16 +361,55 @@ def levenshtein_similarity(prediction: str, reference: str, *, case_sensitive: b
     return 1.0 - _normalized_distance(prediction.strip().casefold(), reference.strip().casefold())
 
 
+def _over_cap(text: str, max_chars: int, field: str, name: str) -> Scored | None:
+    if len(text) <= max_chars:
+        return None
+    return Scored(
+        score=None,
+        status="invalid_input",
+        message=f"the {field} is {len(text):,} characters, over {name}'s limit of {max_chars:,} "
+        f"(max_chars; its cost grows with the product of the two lengths); shorten it or raise max_chars",
+    )
+
+
 class LevenshteinEvaluator(GradedEvaluator):
     """Edit-distance similarity: ``1 - distance / max(len)``; sensitive to small deviations.
 
     Both sides are trimmed; letter case is ignored unless ``case_sensitive``. Both empty scores 1.
+
+    Args:
+        max_chars: Longest side scored (default 50,000 characters, ~0.5 s at worst); a longer output
+            or expected value is ``invalid_input``.
     """
 
     name = "levenshtein"
 
+    def __init__(
+        self,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        case_sensitive: bool = False,
+        negate: bool = False,
+        max_chars: int = LEVENSHTEIN_MAX_CHARS,
+    ) -> None:
+        super().__init__(threshold=threshold, case_sensitive=case_sensitive, negate=negate)
+        self.max_chars = check_int(max_chars, "max_chars", self.name, minimum=1)
+
+    def _options(self) -> dict[str, object]:
+        # Only a non-default cap joins the signature, so earlier snapshots of the default stay comparable.
+        extra = {"max_chars": self.max_chars} if self.max_chars != LEVENSHTEIN_MAX_CHARS else {}
+        return {**super()._options(), **extra}
+
     def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
-        score, distance, longest = _levenshtein(prediction, reference, self.case_sensitive)
+        for text, field in ((prediction, "output"), (reference, "expected value")):
+            if (over := _over_cap(text, self.max_chars, field, self.name)) is not None:
+                return over
+        a = _fold(prediction.strip(), self.case_sensitive)
+        b = _fold(reference.strip(), self.case_sensitive)
+        for text, field in ((a, "case-folded output"), (b, "case-folded expected value")):
+            if (over := _over_cap(text, self.max_chars, field, self.name)) is not None:
+                return over
+        score, distance, longest = _levenshtein(a, b, True)
         return Scored(
             score=score,
             reasoning=(
