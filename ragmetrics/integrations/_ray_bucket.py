@@ -4,8 +4,7 @@
 tokens-per-minute token buckets (a :class:`~ragmetrics.judge.limits.RateLimiter`, so the arithmetic is
 the single-process one) and the cluster's 429 signal: a rate limit seen by any worker halves the
 bucket's rates (recovering linearly over ``recover_s``) and counts a *cut*, which every worker follows
-by halving its own concurrency limit the next time it asks for a request. A 429 that carries a
-Retry-After also holds every worker's next grant until then (at most ``MAX_HOLD_S``).
+by halving its own concurrency limit the next time it asks for a request.
 
 :class:`ClusterGate` is the worker side: a :class:`~ragmetrics.judge.limits.RateGate` for the judge
 (one actor call per request) that also hooks the judge's
@@ -25,10 +24,7 @@ from typing import Any
 
 from ragmetrics.judge.limits import AdaptiveLimiter, RateGate, RateLimiter
 
-__all__ = ["MAX_HOLD_S", "ClusterGate", "RateBucket"]
-
-MAX_HOLD_S = 60.0
-"""The longest a Retry-After may hold the whole cluster's grants."""
+__all__ = ["ClusterGate", "RateBucket"]
 
 
 class RateBucket:
@@ -70,9 +66,6 @@ class RateBucket:
         self.throttles = 0
         self._first: float | None = None
         self._last = 0.0
-        self._hold_until = float("-inf")
-        self.held_s = 0.0
-        self._attempts: dict[str, int] = {}
 
     def config(self) -> dict[str, float | None]:
         """The caps this bucket was made with (to check that a shared bucket is the one meant)."""
@@ -90,40 +83,25 @@ class RateBucket:
             if self._lock is None:  # made here, on the actor's event loop
                 self._lock = asyncio.Lock()
             async with self._lock:
-                await self._hold()
                 share = self._share(time.monotonic())
                 rpm, tpm = self._caps
                 rate.requests_per_minute = rpm * share if rpm else None
                 rate.tokens_per_minute = tpm * share if tpm else None
                 await rate.acquire(tokens)
-        else:
-            await self._hold()
         self._last = time.monotonic()
         if self._first is None:
             self._first = self._last
         return self.cuts
-
-    async def _hold(self) -> None:
-        """Wait out a Retry-After some worker was given (the hold may grow while waiting)."""
-        while (wait := self._hold_until - time.monotonic()) > 0:
-            self.held_s += wait
-            await asyncio.sleep(wait)
 
     def record(self, tokens: int) -> None:
         """Debit tokens a reply used beyond those acquired (its completion)."""
         if self._rate is not None and tokens > 0:
             self._rate.record(tokens)
 
-    def throttle(self, retry_after_s: float | None = None) -> int:
-        """A worker saw a rate limit: halve the rates and count a cut (once per ``cooldown_s``).
-
-        With the server's ``retry_after_s``, no grant is given to any worker until then (at most
-        ``MAX_HOLD_S`` from now; a negative or non-finite value is ignored).
-        """
+    def throttle(self) -> int:
+        """A worker saw a rate limit: halve the rates and count a cut (once per ``cooldown_s``)."""
         self.throttles += 1
         now = time.monotonic()
-        if isinstance(retry_after_s, (int, float)) and 0 < retry_after_s < float("inf"):
-            self._hold_until = max(self._hold_until, now + min(float(retry_after_s), MAX_HOLD_S))
         if now - self._last_cut >= self._cooldown_s:
             self._cut_share = max(self._floor, self._share(now) / 2)
             self._last_cut = now
@@ -142,17 +120,7 @@ class RateBucket:
             "cuts": self.cuts,
             "share": self._share(time.monotonic()),
             "waited_s": self._rate.waited_s if self._rate is not None else 0.0,
-            "held_s": self.held_s,
         }
-
-    def attempt(self, key: str) -> int:
-        """Count one more attempt at the batch ``key``; returns how many there have been."""
-        self._attempts[key] = count = self._attempts.get(key, 0) + 1
-        return count
-
-    def done(self, key: str) -> None:
-        """The batch ``key`` finished: forget its attempts."""
-        self._attempts.pop(key, None)
 
 
 class ClusterGate:
@@ -194,5 +162,5 @@ class ClusterGate:
         if self._local is not None:
             self._local.record(tokens)
 
-    def _throttled(self, retry_after_s: float | None) -> None:
-        self._bucket.throttle.remote(retry_after_s)
+    def _throttled(self) -> None:
+        self._bucket.throttle.remote()

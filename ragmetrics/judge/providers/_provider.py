@@ -344,7 +344,7 @@ class ProviderJudge(ABC):
                         if failure.status == "truncated":
                             raise _Truncated(failure.message) from exc
                         if failure.status in ("rate_limited", "timeout"):
-                            self.limiter.on_rate_limited(failure.retry_after_s)
+                            self.limiter.on_rate_limited()
                         if failure.transient:
                             raise TransientFailure(failure) from exc
                         raise self._error(failure, attempt_no) from exc
