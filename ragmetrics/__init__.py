@@ -82,6 +82,9 @@ _LAZY: dict[str, str] = {
     "Report": "ragmetrics.pipeline",
     "evaluate": "ragmetrics.pipeline.one_call",
     "evaluate_sync": "ragmetrics.pipeline.one_call",
+    # test sets from documents
+    "generate": "ragmetrics.testset.generator",
+    "generate_sync": "ragmetrics.testset.generator",
     # eval cases and regressions
     "eval_case": "ragmetrics.regression.cases",
     "EvalCaseMeta": "ragmetrics.regression.cases",
@@ -90,6 +93,10 @@ _LAZY: dict[str, str] = {
     "Snapshot": "ragmetrics.regression.snapshot",
     "Diff": "ragmetrics.regression.snapshot",
     "Delta": "ragmetrics.regression.snapshot",
+    # judge calibration against human labels
+    "CalibrationReport": "ragmetrics.calibration",
+    "calibrate": "ragmetrics.calibration",
+    "calibrate_sync": "ragmetrics.calibration",
     # suites
     "Case": "ragmetrics.regression.suite",
     "Suite": "ragmetrics.regression.suite",
@@ -104,6 +111,7 @@ __all__ = [
     "BUILTIN_METRICS",
     "BleuEvaluator",
     "CacheError",
+    "CalibrationReport",
     "Case",
     "CaseResult",
     "ClaimRecord",
@@ -158,9 +166,13 @@ __all__ = [
     "Suite",
     "Usage",
     "__version__",
+    "calibrate",
+    "calibrate_sync",
     "eval_case",
     "evaluate",
     "evaluate_sync",
+    "generate",
+    "generate_sync",
     "make_evaluator",
     "resolve_judge",
     "run_suite",
@@ -180,10 +192,14 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    # the public names and the module's dunders; not the helpers this file imports (Any, TYPE_CHECKING,
+    # annotations, import_module) nor the submodules loaded so far, which vary with what has run
+    dunders = {name for name in globals() if name.startswith("__") and name.endswith("__")}
+    return sorted(dunders | set(__all__))
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from ragmetrics.calibration import CalibrationReport, calibrate, calibrate_sync
     from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, resolve_judge
     from ragmetrics.metrics import BUILTIN_METRICS
     from ragmetrics.metrics.claims.answer_correctness import AnswerCorrectnessMetric
@@ -222,3 +238,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ragmetrics.sample import Sample
     from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult, Usage
     from ragmetrics.score import MetricResult as EvalResult
+    from ragmetrics.testset.generator import generate, generate_sync

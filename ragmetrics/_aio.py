@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import sys
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["run_sync"]
+__all__ = ["in_notebook", "run_sync"]
 
 T = TypeVar("T")
 
@@ -27,3 +28,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     ctx = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmetrics-sync") as pool:
         return pool.submit(ctx.run, asyncio.run, coro).result()
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (IPython's ZMQ shell), without importing IPython."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return shell is not None and hasattr(shell, "kernel")

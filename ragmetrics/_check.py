@@ -12,20 +12,32 @@ everywhere alike.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from numbers import Real
 from typing import Any
 
 from ragmetrics.errors import ConfigError, InvalidInputError, shorten
 
 __all__ = [
+    "MAX_NESTING",
     "check_field",
     "check_flag",
     "check_int",
+    "check_nesting",
     "check_number",
     "check_option_text",
     "check_seconds",
     "config_error",
+    "nesting_depth",
 ]
+
+MAX_NESTING = 64
+"""How deeply lists and mappings may nest in one value of a row (``meta``, an extra column).
+
+A row nested deeper is that row's ``invalid_input``, found when the row is read and before any call
+is paid: pydantic refuses to serialise past a few hundred levels and ``json``/``repr`` recurse, so a
+deeper value would crash the exports after every call had been made.
+"""
 
 
 def config_error(
@@ -183,4 +195,49 @@ def check_field(
         wrong = True
     if wrong:
         raise InvalidInputError(field, expected, value, row=row, detail=detail)
+    return value
+
+
+def nesting_depth(value: Any, limit: int = MAX_NESTING) -> int:
+    """Levels of list, tuple, set and mapping nesting in ``value`` (a scalar is 0, ``[1]`` is 1).
+
+    Iterative (no recursion, whatever the depth), and it stops looking past ``limit``: the answer is
+    then ``limit + 1``. A container reached again is looked into again only from deeper than before,
+    so shared parts cost little, and a cycle (a list holding itself) comes out as too deep.
+    """
+    deepest = 0
+    reached: dict[int, int] = {}  # id of a container -> the deepest level it was looked into from
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, (list, tuple, set, frozenset)):
+            children = node
+        else:
+            continue
+        if reached.get(id(node), -1) >= depth:
+            continue
+        reached[id(node)] = depth
+        depth += 1
+        if depth > limit:
+            return limit + 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def check_nesting(value: Any, field: str, *, row: int | str | None = None) -> Any:
+    """``value`` if lists and mappings nest in it at most :data:`MAX_NESTING` levels deep.
+
+    Raises:
+        InvalidInputError: It nests deeper (or holds itself); the message does not show the value.
+    """
+    if nesting_depth(value) > MAX_NESTING:
+        raise InvalidInputError(
+            field,
+            f"nested at most {MAX_NESTING} levels deep (MAX_NESTING)",
+            row=row,
+            detail="it nests deeper, or holds itself; flatten it or leave it out",
+        )
     return value

@@ -16,6 +16,7 @@ from, so the report can highlight the original text.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from array import array
@@ -60,12 +61,21 @@ TRIM = " .,;:!?\"'"
 """Stripped from both ends of a folded quote: a quote is found whatever punctuation closes it."""
 
 
-def _continues(ch: str) -> bool:
-    """Whether ``ch`` belongs to the cluster before it (what NFKC may compose with its predecessor).
+def _joins(ch: str) -> bool:
+    return unicodedata.category(ch)[0] == "M" or unicodedata.combining(ch) != 0 or "\u1160" <= ch <= "\u11ff"
 
-    That is a mark (combining or spacing) or a Hangul vowel or final jamo.
+
+@functools.lru_cache(maxsize=4096)
+def _continues(ch: str) -> bool:
+    """Whether ``ch`` belongs to the cluster before it (what NFKC may reorder or compose with it).
+
+    That is a mark (combining or spacing), a Hangul vowel or final jamo, or a character whose NFKC
+    form starts with one (the halfwidth sound mark U+FF9E is U+3099, a compatibility jamo such as
+    U+314F is U+1161): whole-string NFKC reorders and composes those with what comes before.
     """
-    return unicodedata.category(ch)[0] == "M" or "\u1160" <= ch <= "\u11ff"
+    if _joins(ch):
+        return True
+    return not ch.isascii() and _joins(unicodedata.normalize("NFKC", ch)[:1] or " ")
 
 
 _ASCII_RUN = re.compile(r"[\x00-\x7f]+")

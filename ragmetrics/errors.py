@@ -12,7 +12,8 @@ Every error the package raises on purpose derives from :class:`RagMetricsError`:
     ├── BatchPendingError         a batch run stopped waiting with provider batches unfinished (resume it)
     ├── CacheError                the disk cache could not be opened or written
     ├── SnapshotError             a snapshot is missing, corrupt, foreign or named unsafely
-    └── MissingDependencyError    an optional extra is not installed (also an ImportError)
+    ├── MissingDependencyError    an optional extra is not installed (also an ImportError)
+    └── ExportError               scores could not be sent on (an OpenTelemetry collector refused them)
 
 Warnings derive from :class:`RagMetricsWarning` (a ``UserWarning``)::
 
@@ -34,6 +35,7 @@ __all__ = [
     "BatchPendingError",
     "CacheError",
     "ConfigError",
+    "ExportError",
     "InvalidInputError",
     "JudgeError",
     "JudgeOutputError",
@@ -247,3 +249,7 @@ class OfflineJudgeWarning(RagMetricsWarning):
 
     The message names what to set; pass ``llm="offline"`` to choose the heuristic without it.
     """
+
+
+class ExportError(RagMetricsError):
+    """Scores could not be sent on (``--export``): the receiver refused them or could not be reached."""

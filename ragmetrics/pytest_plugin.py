@@ -23,7 +23,12 @@ snapshot NAME and prints the comparison; with ``--ragmetrics-fail-on-regression`
 summary and ``--junitxml`` agree). ``--ragmetrics-alpha``, ``--ragmetrics-regression-threshold``,
 ``--ragmetrics-snapshot-dir`` and ``--ragmetrics-warm-latency`` mean what ``--alpha``,
 ``--regression-threshold``, ``--snapshot-dir`` and ``--warm-latency`` mean there; the comparison is
-the same function (:func:`ragmetrics.regression.case_gate.gate_run`).
+the same function (:func:`ragmetrics.regression.case_gate.gate_run`). ``--ragmetrics-allow-judge-url``,
+``--ragmetrics-allow-suite-cache`` and ``--ragmetrics-allow-suite-settings`` let suite files that eval
+cases load name what ``ragmetrics test --allow-...`` lets them (see
+:mod:`ragmetrics.regression.suite_trust`). ``--ragmetrics-judge-health-min`` and
+``--ragmetrics-no-judge-gate`` set or turn off the judge gate (a case whose judge is not reading its
+inputs fails), as ``--judge-health-min`` and ``--no-judge-gate`` do there.
 
 Importing this module is cheap: ragmetrics' case machinery is imported only once an eval file is met.
 """
@@ -31,6 +36,7 @@ Importing this module is cheap: ragmetrics' case machinery is imported only once
 from __future__ import annotations
 
 import fnmatch
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +59,13 @@ _BASELINE = pytest.StashKey[Any]()
 _GATE = pytest.StashKey[Any]()
 _GATE_NAME = "ragmetrics-regression-gate"
 _SAVED = pytest.StashKey[str]()
+_ALLOW_BEFORE = pytest.StashKey["str | None"]()
+_ALLOWANCES = {
+    "judge_url": "send judge requests to any host they name",
+    "suite_cache": "name cache folders outside your cache folder",
+    "suite_settings": "set cost settings outside the sane ranges",
+}
+"""``--ragmetrics-allow-*`` options -> help text; the names in ``RAGMETRICS_SUITE_ALLOW`` drop ``suite_``."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -66,6 +79,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SCORE",
         help="min_score for eval cases that set none (as `ragmetrics test --threshold`)",
     )
+    group.addoption(
+        "--ragmetrics-judge-health-min",
+        dest="ragmetrics_judge_health_min",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="fail an eval case whose judge's reading rate is below SHARE (default 0.5; as `ragmetrics "
+        "test --judge-health-min`)",
+    )
+    group.addoption(
+        "--ragmetrics-no-judge-gate",
+        dest="ragmetrics_no_judge_gate",
+        action="store_true",
+        help="do not fail eval cases on their judge's health",
+    )
     group.addoption("--ragmetrics-save", dest="ragmetrics_save", metavar="NAME", help="save a snapshot")
     group.addoption(
         "--ragmetrics-compare", dest="ragmetrics_compare", metavar="NAME", help="compare with snapshot NAME"
@@ -75,6 +103,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="ragmetrics_fail_on_regression",
         action="store_true",
         help="fail (a last test item) when --ragmetrics-compare finds a regression",
+    )
+    group.addoption(
+        "--ragmetrics-allow-missing-cases",
+        dest="ragmetrics_allow_missing_cases",
+        action="store_true",
+        help="do not fail the gate when baseline cases did not run (a -k/-m run never counts them)",
     )
     group.addoption(
         "--ragmetrics-alpha",
@@ -105,6 +139,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="where snapshots live (default .ragmetrics_evals)",
     )
+    for name, what in _ALLOWANCES.items():
+        group.addoption(
+            f"--ragmetrics-allow-{name.replace('_', '-')}",
+            dest=f"ragmetrics_allow_{name}",
+            action="store_true",
+            help=f"let suite files that eval cases load {what} (as `ragmetrics test --allow-...`)",
+        )
     parser.addini(
         "ragmetrics_evals",
         help="collect eval files: explicit (named on the command line; default), always, never",
@@ -121,9 +162,31 @@ def pytest_configure(config: pytest.Config) -> None:
     threshold = config.getoption("ragmetrics_threshold", None)
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise pytest.UsageError(f"--ragmetrics-threshold must be in [0, 1], got {threshold}")
+    health_min = config.getoption("ragmetrics_judge_health_min", None)
+    if health_min is not None and not 0.0 <= health_min <= 1.0:
+        raise pytest.UsageError(f"--ragmetrics-judge-health-min must be in [0, 1], got {health_min}")
+    allowed = [
+        n.removeprefix("suite_") for n in _ALLOWANCES if config.getoption(f"ragmetrics_allow_{n}", False)
+    ]
+    if allowed:  # suites loaded during the session read it (ragmetrics.regression.suite_trust)
+        before = os.environ.get("RAGMETRICS_SUITE_ALLOW")
+        config.stash[_ALLOW_BEFORE] = before
+        given = [n for n in (before or "").split(",") if n.strip()]
+        os.environ["RAGMETRICS_SUITE_ALLOW"] = ",".join(dict.fromkeys([*given, *allowed]))
     config.stash[_RESULTS] = []
     config.stash[_GATE] = None
     config.stash[_BASELINE] = _load_baseline(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Put ``RAGMETRICS_SUITE_ALLOW`` back as it was before the ``--ragmetrics-allow-*`` options."""
+    if _ALLOW_BEFORE not in config.stash:
+        return
+    before = config.stash[_ALLOW_BEFORE]
+    if before is None:
+        os.environ.pop("RAGMETRICS_SUITE_ALLOW", None)
+    else:
+        os.environ["RAGMETRICS_SUITE_ALLOW"] = before
 
 
 def _thresholds(config: pytest.Config) -> dict[str, float | None]:
@@ -193,8 +256,14 @@ def _gate(config: pytest.Config) -> Any:
 
         results: list[CaseResult] = config.stash[_RESULTS]
         current = Snapshot.from_results(config.getoption("ragmetrics_save") or "current", results)
+        filtered = bool(config.getoption("keyword", "") or config.getoption("markexpr", ""))
+        allow = bool(config.getoption("ragmetrics_allow_missing_cases", False)) or filtered
         config.stash[_GATE] = gate_run(
-            config.stash[_BASELINE], current, _thresholds(config), alpha=config.getoption("ragmetrics_alpha")
+            config.stash[_BASELINE],
+            current,
+            _thresholds(config),
+            alpha=config.getoption("ragmetrics_alpha"),
+            allow_missing=allow,
         )
     return config.stash[_GATE]
 
@@ -304,11 +373,15 @@ class EvalCaseItem(pytest.Item):
     def runtest(self) -> None:
         """Run the case as ``ragmetrics test`` does and fail with its reasons when it does not pass."""
         from ragmetrics._aio import run_sync
+        from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN
         from ragmetrics.regression.cases import run_case
 
         threshold = self.config.getoption("ragmetrics_threshold", None)
         warm = bool(self.config.getoption("ragmetrics_warm_latency", False))
-        result = run_sync(run_case(self.case, threshold=threshold, warm=warm))
+        given = self.config.getoption("ragmetrics_judge_health_min", None)
+        off = bool(self.config.getoption("ragmetrics_no_judge_gate", False))
+        gate = None if off else JUDGE_HEALTH_MIN if given is None else given
+        result = run_sync(run_case(self.case, threshold=threshold, warm=warm, judge_health_min=gate))
         self.result = result
         self.config.stash[_RESULTS].append(result)
         for key in ("score", "cost_usd", "latency_ms"):
@@ -346,9 +419,10 @@ class RegressionGateItem(pytest.Item):
 
         gate = _gate(self.config)
         self.user_properties.append(("regressions", len(gate.regressions)))
-        if gate.regressions:
+        if gate.failed:
             lines = [regression_message(d, gate.require_significance) for d in gate.regressions]
-            count = len(lines)
+            lines += [gate.missing_message()] if gate.missing else []
+            count = len(gate.regressions)
             head = (
                 f"{count} regression{'s' if count != 1 else ''} against snapshot '{gate.diff.baseline_name}'"
             )

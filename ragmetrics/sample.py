@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmetrics._check import check_field
+from ragmetrics._check import check_field, check_nesting
 from ragmetrics.errors import InvalidInputError
 
 __all__ = ["Sample", "check_sample_text", "check_text"]
@@ -148,8 +148,10 @@ def check_sample_text(sample: Sample, row: int | str | None = None) -> Sample:
     """Return ``sample`` if its text fields are valid Unicode (a Sample built directly skips from_fields).
 
     Raises:
-        InvalidInputError: A field holds a lone surrogate (see :func:`check_text`).
+        InvalidInputError: A field holds a lone surrogate (see :func:`check_text`), or ``meta`` nests
+            deeper than ``MAX_NESTING`` levels.
     """
+    check_nesting(sample.meta, "meta", row=row)
     for name in ("question", "answer", "reference", "id"):
         value = getattr(sample, name)
         if value is not None:

@@ -46,8 +46,9 @@ class Usage(BaseModel):
     did), ``reasks`` re-sent after an invalid reply, ``retries`` re-sent after a transient failure or a
     truncated reply; so ``calls = succeeded + failed + reasks + retries``. Tokens and cost are what
     the provider reported for the attempts it answered, including replies that were thrown away;
-    ``unmetered`` attempts (timed out, refused, or answered without usage) have no token count and so
-    no cost here.
+    ``unmetered`` attempts (timed out, refused, an error status) have no token count and so no cost
+    here; ``estimated`` attempts (answered without a usage or with an implausible one) count
+    ragmetrics' own token estimate instead of the provider's figure.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -62,6 +63,12 @@ class Usage(BaseModel):
     """Of ``calls``: requests re-sent after a 429, 5xx, timeout, dropped connection or truncated reply."""
     unmetered: int = 0
     """Of ``calls``: attempts the provider reported no usage for (timed out, an error status)."""
+    estimated: int = 0
+    """Of ``calls``: attempts answered without a usage, or whose reported usage was implausible (NaN,
+    negative, far above the request's size); their tokens and cost are ragmetrics' estimate."""
+    downgraded: int = 0
+    """Of ``succeeded``: requests answered in a weaker structured-output form than a strict tool call
+    (``mode="auto"`` only), because the server refused that request's schema or, earlier, the form."""
     cached_calls: int = 0
     """Requests answered from the judge cache (stored by an earlier run), not sent."""
     shared_calls: int = 0
@@ -80,6 +87,8 @@ class Usage(BaseModel):
             reasks=self.reasks + other.reasks,
             retries=self.retries + other.retries,
             unmetered=self.unmetered + other.unmetered,
+            estimated=self.estimated + other.estimated,
+            downgraded=self.downgraded + other.downgraded,
             cached_calls=self.cached_calls + other.cached_calls,
             shared_calls=self.shared_calls + other.shared_calls,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
@@ -108,6 +117,16 @@ class Usage(BaseModel):
             text += f"; {self.unmetered} unmetered)" if self.unmetered else ")"
         elif self.unmetered:
             text += f" ({self.unmetered} unmetered)"
+        if self.estimated:
+            text += (
+                f" ({self.estimated} with tokens estimated: missing or implausible usage, priced at "
+                "ragmetrics' estimate)"
+            )
+        if self.downgraded:
+            text += (
+                f" ({self.downgraded} request{'s' if self.downgraded != 1 else ''} in a weaker "
+                "structured-output form than a strict tool call: the server refused the schema)"
+            )
         return text
 
 
@@ -162,6 +181,10 @@ class ClaimRecord(BaseModel):
     """The claim, self-contained, in the answer's language."""
     span: str = ""
     """The part of the answer it came from."""
+    span_found: bool | None = None
+    """Whether the span was found in the text the claim was split from (the answer, or the reference
+    for reference claims), normalised, fuzzy ratio >= 0.9; None where it was not checked. A claim
+    whose span was not found is left out of the score (and counted in ``details["judge_health"]``)."""
     relevance: Literal["direct", "supporting", "off_topic"] | None = None
     """How the claim bears on the question (relevancy)."""
     verdict: Verdict | None = None
@@ -172,6 +195,10 @@ class ClaimRecord(BaseModel):
     """A verbatim quote from that passage."""
     evidence_verified: bool | None = None
     """Whether the quote was found in the cited passage (normalised, fuzzy ratio >= 0.9)."""
+    judge_verdict: Verdict | None = None
+    """The judge's own verdict when it is not the one counted: a ``supported`` or ``contradicted``
+    verdict whose quote was not found in the cited context counts as ``not_found`` (``verdict``), and
+    the judge's word is kept here. None when the verdict counted is the judge's."""
     reason: str = ""
     """The judge's one-line reason."""
     support: float | None = None

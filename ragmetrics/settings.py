@@ -16,6 +16,9 @@ A judge is named by a spec string:
   ``ANTHROPIC_VERTEX_PROJECT_ID``, credentials from google-auth or an ``api_key=`` access token)
 - ``offline`` (the deterministic heuristic judge: no key, no network)
 
+``RAGMETRICS_SUITE_ALLOW`` (a comma list of ``judge_url``, ``cache``, ``settings``) lets suite files
+name what they may not name by default (see :mod:`ragmetrics.regression.suite_trust`).
+
 With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else
 ``offline``. ``RAGMETRICS_MAX_ATTEMPTS`` and ``RAGMETRICS_TIMEOUT_S``, when set, are the defaults of
 every judge's ``max_attempts`` and ``timeout_s`` (options given in code win); ``ragmetrics test
@@ -39,14 +42,18 @@ __all__ = [
     "JudgeSettings",
     "JUDGE_OPTION_VARIABLES",
     "api_key_for",
+    "missing_key_message",
     "aws_region",
     "azure_api_version",
     "bedrock_token_set",
     "default_cache_dir",
     "default_judge_spec",
+    "embeddings_api_key",
     "nothing_configured",
     "parse_judge_spec",
     "prices_file",
+    "suite_allowances",
+    "user_base_urls",
     "vertex_location",
 ]
 
@@ -296,22 +303,67 @@ def api_key_for(settings: JudgeSettings, api_key: str | None = None) -> str:
     empty string means "let the SDK find them".
 
     Raises:
-        ConfigError: The provider's key variable is not set (naming the variable to set).
+        ConfigError: The provider's key variable is not set (naming the variable to set), or the key
+            holds whitespace or control characters (a pasted trailing newline), which no HTTP header may
+            carry: the SDK would fail with "Connection error" and httpcore's DEBUG log would show the key.
     """
-    if api_key:
-        return api_key
     var = KEY_VARIABLES.get(settings.provider)
+    if api_key:
+        return _clean_key(api_key, "the api_key given")
     if var is None:
         return ""
     key = os.environ.get(var)
     if key:
-        return key
+        return _clean_key(key, f"the {var} environment variable")
     if settings.provider == "openai" and settings.base_url:
         return "not-needed"
-    raise ConfigError(
-        f"judge '{settings.spec}' needs an API key: set the {var} environment variable or pass api_key=... "
-        "(or use --judge offline / llm='offline' to run without one)"
+    raise ConfigError(missing_key_message(settings))
+
+
+def missing_key_message(settings: JudgeSettings, *, command_line: bool = False) -> str:
+    """What to do about a judge with no API key, in the words of Python or (``command_line``) the CLI.
+
+    The command line takes no key flag (a key on it would land in shell history and process lists), so
+    there it names the environment variable and the flags that need no key.
+    """
+    var = KEY_VARIABLES.get(settings.provider, "API key")
+    head = f"judge '{settings.spec}' needs an API key: set the {var} environment variable"
+    if not command_line:
+        return f"{head} or pass api_key=... (or llm='offline' to run without one)"
+    local = (
+        "; a local OpenAI-compatible server needs none: --judge openai:MODEL@http://localhost:11434/v1"
+        if settings.provider == "openai"
+        else ""
     )
+    return f"{head} (e.g. export {var}=...), or pass --judge offline to score without one{local}"
+
+
+def embeddings_api_key(api_key: str | None = None) -> str | None:
+    """The key for OpenAI embeddings: ``api_key`` or ``OPENAI_API_KEY``, checked as judge keys are.
+
+    None when neither is set (the SDK then says that a key is missing).
+
+    Raises:
+        ConfigError: The key holds whitespace or control characters (naming where it came from).
+    """
+    if api_key:
+        return _clean_key(api_key, "the api_key given")
+    key = os.environ.get("OPENAI_API_KEY")
+    return _clean_key(key, "the OPENAI_API_KEY environment variable") if key else None
+
+
+def _clean_key(key: str, where: str) -> str:
+    """``key`` when it is one printable token; a ConfigError naming ``where`` (never the key) otherwise."""
+    bad = [c for c in key if c.isspace() or not c.isprintable()]
+    if bad:
+        names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", " ": "a space"}
+        what = names.get(bad[0], f"the character U+{ord(bad[0]):04X}")
+        place = "at its end" if key[-1:] in bad else ("at its start" if key[:1] in bad else "inside it")
+        raise ConfigError(
+            f"{where} holds {what} {place} ({len(key)} characters): an API key is one token with no "
+            "whitespace or control characters; set it again without them (e.g. no trailing newline)"
+        )
+    return key
 
 
 def azure_api_version() -> str:
@@ -352,3 +404,45 @@ def prices_file() -> Path | None:
     """A price table that overrides the bundled one: ``RAGMETRICS_PRICES`` (a JSON file), if set."""
     value = os.environ.get("RAGMETRICS_PRICES")
     return Path(value).expanduser() if value else None
+
+
+PROVIDER_HOSTS: dict[str, tuple[str, ...]] = {
+    "openai": ("api.openai.com",),
+    "anthropic": ("api.anthropic.com",),
+    "gemini": ("generativelanguage.googleapis.com",),
+    "bedrock": ("bedrock-runtime.*.amazonaws.com",),
+    "vertex": ("aiplatform.googleapis.com", "*-aiplatform.googleapis.com"),
+}
+"""The providers' own API hosts (``*`` is one DNS label): where their keys may always go. Azure has
+none: each resource has its own endpoint, which the user names (``AZURE_OPENAI_ENDPOINT``, ``@URL``)."""
+SUITE_ALLOWANCES = ("judge_url", "cache", "settings")
+"""What ``RAGMETRICS_SUITE_ALLOW`` may list (see :mod:`ragmetrics.regression.suite_trust`)."""
+
+
+def suite_allowances() -> frozenset[str]:
+    """What the user lets suite files name: ``RAGMETRICS_SUITE_ALLOW``'s comma list.
+
+    Raises:
+        ConfigError: The variable lists something else than ``judge_url``, ``cache``, ``settings``.
+    """
+    names = {n.strip() for n in os.environ.get("RAGMETRICS_SUITE_ALLOW", "").split(",") if n.strip()}
+    unknown = sorted(names - set(SUITE_ALLOWANCES))
+    if unknown:
+        raise ConfigError(
+            f"environment variable RAGMETRICS_SUITE_ALLOW lists {', '.join(map(repr, unknown))}; "
+            f"it takes a comma list of {', '.join(SUITE_ALLOWANCES)}"
+        )
+    return frozenset(names)
+
+
+def user_base_urls(provider: str) -> tuple[str, ...]:
+    """The base URLs the user configured for ``provider`` in the environment.
+
+    Its base-URL variable (``OPENAI_BASE_URL``...) and the ``@URL`` of ``RAGMETRICS_JUDGE`` when that
+    names the same provider (``openai`` also for embeddings).
+    """
+    urls = [base_url_from_env(provider)]
+    judge = os.environ.get("RAGMETRICS_JUDGE", "")
+    if judge.partition(":")[0].strip() == provider and "@" in judge:
+        urls.append(judge.partition("@")[2].strip())
+    return tuple(u for u in urls if u)

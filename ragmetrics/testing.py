@@ -35,7 +35,9 @@ reply comes in the form asked for (tool call, ``tool_use`` block or content). No
 The draws are seeded by ``seed`` and the request's content, so a request gets the same instance
 whatever else runs concurrently. Not understood (and so possibly violated): ``pattern``, ``not``,
 ``if``/``then``/``else``, ``contains``, ``patternProperties``; a schema that nests deeper than 64
-levels or would need more than 10,000 values gets HTTP 400.
+levels or would need more than 10,000 values gets HTTP 400. ``FakeLLMServer(answer="placeholder")``
+fills the same schemas as a generic mock API server does, never reading the prompt: every string
+``"string"``, numbers at their minimum (0), booleans true, the first enum value, one array item.
 
 ``FakeLLMServer(dialect="llama-cpp")`` answers as llama-cpp-python's server 0.3.x does: HTTP 500
 (``internal_server_error``, ``Input should be 'text' or 'json_object'``) for ``response_format`` type
@@ -120,9 +122,9 @@ class FakeLLMServer(Serving):
         embedding_dim: Dimension of the embeddings (a request's ``dimensions`` overrides it).
         models: Model names listed by ``GET /v1/models``.
         answer: The default answerer: a function ``(task, variables) -> JSON object``,
-            ``"offline"`` (the default: ``ragmetrics.judge.offline.judge.answer``), or ``"schema"`` (ignore
-            the prompt, reply with an arbitrary instance of the request's JSON schema; see the
-            module docstring).
+            ``"offline"`` (the default: ``ragmetrics.judge.offline.judge.answer``), ``"schema"`` (ignore
+            the prompt, reply with an arbitrary instance of the request's JSON schema) or
+            ``"placeholder"`` (the schema filled with fixed placeholders); see the module docstring.
         dialect: ``"openai"`` (the default), or ``"llama-cpp"`` to answer as llama-cpp-python's
             server 0.3.x (HTTP 500 for ``response_format`` type ``json_schema``, tools ignored
             unless ``tool_choice`` names one, no ``/v1/messages``).
@@ -139,13 +141,15 @@ class FakeLLMServer(Serving):
         seed: int = 0,
         embedding_dim: int = 256,
         models: Sequence[str] = ("fake-model", "fake-embedding"),
-        answer: Answerer | Literal["offline", "schema"] | None = None,
+        answer: Answerer | Literal["offline", "schema", "placeholder"] | None = None,
         dialect: Literal["openai", "llama-cpp"] = "openai",
     ) -> None:
         if embedding_dim < 1:
             raise ConfigError(f"embedding_dim must be >= 1, got {embedding_dim}")
-        if isinstance(answer, str) and answer not in ("offline", "schema"):
-            raise ConfigError(f"answer must be 'offline', 'schema' or a function, got {answer!r}")
+        if isinstance(answer, str) and answer not in ("offline", "schema", "placeholder"):
+            raise ConfigError(
+                f"answer must be 'offline', 'schema', 'placeholder' or a function, got {answer!r}"
+            )
         if dialect not in DIALECTS:
             raise ConfigError(f"dialect must be one of {', '.join(map(repr, DIALECTS))}, got {dialect!r}")
         self._address = (host, port)
@@ -154,6 +158,7 @@ class FakeLLMServer(Serving):
         self._models = tuple(models)
         self._answer: Answerer = offline_answer if answer is None or isinstance(answer, str) else answer
         self._by_schema = answer == "schema"
+        self._placeholder = answer == "placeholder"
         self._dialect = dialect
         self._lock = threading.RLock()  # reentrant: rule predicates and reply functions may read the server
         self._httpd: LoopbackServer | None = None
@@ -371,7 +376,13 @@ class FakeLLMServer(Serving):
             self._latency = value
 
     def batch_plan(
-        self, *, polls: int = 2, seconds: float | None = None, outcome: Outcome = "completed"
+        self,
+        *,
+        polls: int = 2,
+        seconds: float | None = None,
+        outcome: Outcome = "completed",
+        lose_creates: int = 0,
+        edit_line: Callable[[bytes], bytes] | None = None,
     ) -> FakeBatchPlan:
         """Set when the batches created from now on end, and how (both batch APIs).
 
@@ -381,15 +392,22 @@ class FakeLLMServer(Serving):
         fails some requests of a batch (an error-file line; Anthropic: ``errored``), and a ``hang`` or
         ``drop`` reply leaves a request unprocessed, so that it expires. ``outcome`` ends the whole batch
         otherwise: ``expired`` or ``cancelled`` (no request processed) or ``failed`` (OpenAI: failed
-        validation, no output files; Anthropic: every request errors).
+        validation, no output files; Anthropic: every request errors). ``lose_creates=N`` carries out
+        the next N batch creations but loses their replies (the connection closes unanswered), as
+        when a reply is lost on its way back; ``GET /v1/batches`` and ``GET /v1/messages/batches`` list
+        every batch, and a create repeating an ``Idempotency-Key`` header returns the batch it made.
+        ``edit_line`` rewrites each line of OpenAI output and error files (damaged results).
 
         Returns:
             The plan, which :meth:`reset` sets back to the default (``polls=2``, ``completed``).
 
         Raises:
-            ConfigError: ``polls`` < 1, negative ``seconds`` or an unknown ``outcome``.
+            ConfigError: ``polls`` < 1, negative ``seconds`` or ``lose_creates``, or an unknown
+                ``outcome``.
         """
-        plan = FakeBatchPlan(polls=polls, seconds=seconds, outcome=outcome)
+        plan = FakeBatchPlan(
+            polls=polls, seconds=seconds, outcome=outcome, lose_creates=lose_creates, edit_line=edit_line
+        )
         with self._lock:
             self._batches.plan = plan
         return plan
@@ -457,3 +475,9 @@ else:  # pragma: no cover - exercised only without pytest installed
     def fake_llm_server() -> None:
         """The pytest fixture; needs pytest."""
         raise MissingDependencyError("pytest", "test", "the fake_llm_server fixture")
+
+
+if __name__ == "__main__":  # python -m ragmetrics.testing: serve until Ctrl-C (see ragmetrics._fake.command)
+    from ragmetrics._fake.command import main as _main
+
+    raise SystemExit(_main())

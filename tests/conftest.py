@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ _PROVIDER_VARIABLES = (
     "RAGMETRICS_PRICES",
     "RAGMETRICS_MAX_ATTEMPTS",
     "RAGMETRICS_TIMEOUT_S",
+    "RAGMETRICS_SUITE_ALLOW",
 )
 
 
@@ -26,7 +28,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--live", action="store_true", help="run tests against real providers (needs keys)")
 
 
+# Tests that share one heavy resource run on one pytest-xdist worker (``--dist loadgroup``), so a parallel run
+# starts a Ray cluster and Chromium once per group instead of once per worker; the heaviest integration tests
+# are also marked ``once``: `.ci/run` runs them on the main Python only (``-m "not once"`` elsewhere).
+_GROUPS = {"tests/integrations/test_ray.py": "ray", "tests/report/test_browser": "browser"}
+_ONCE = ("tests/integrations/test_ray.py", "tests/report/test_browser", "tests/test_lint.py")
+
+
+def _relative(item: pytest.Item, root: Path) -> str:
+    try:
+        return item.path.relative_to(root).as_posix()
+    except ValueError:
+        return item.path.as_posix()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        path = _relative(item, root)
+        for prefix, group in _GROUPS.items():
+            if path.startswith(prefix):
+                item.add_marker(pytest.mark.xdist_group(group))
+        if path.startswith(_ONCE):
+            item.add_marker(pytest.mark.once)
     if config.getoption("--live"):
         return
     skip = pytest.mark.skip(reason="live provider test: run with --live and a key")

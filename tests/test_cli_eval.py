@@ -99,7 +99,8 @@ def test_estimate_counts_calls_without_calling():
     proc = run("estimate", "--example", "--json")
     assert proc.returncode == 0, proc.stderr
     estimate = json.loads(proc.stdout)
-    assert estimate["samples"] == 12 and estimate["calls"] == 24
+    assert estimate["samples"] == 12 and estimate["calls"] == 24 + 2  # and the canaries' 2
+    assert estimate["canary_calls"] == 2
 
 
 def test_estimate_against_openai_prices_without_a_server(monkeypatch):
@@ -145,7 +146,7 @@ def test_json_input_metric_subset_no_cache_concurrency_report_and_csv_out(tmp_pa
 def test_max_cost_stops_launching_samples_against_a_priced_judge(fake_llm_server, tmp_path):
     spec = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
     proc = run(
-        "eval", "--example", "--judge", spec, "--max-cost", "0.0002", "--json", "--concurrency", "1",
+        "eval", "--example", "--judge", spec, "--max-cost", "0.0006", "--json", "--concurrency", "1",
         "--max-unscored", "100%",  # skipped for the budget is unscored: allowed here, exit 1 otherwise
         env={"RAGMETRICS_CACHE_DIR": str(tmp_path / "cache")},
     )  # fmt: skip
@@ -155,5 +156,7 @@ def test_max_cost_stops_launching_samples_against_a_priced_judge(fake_llm_server
     assert statuses.get("skipped", 0) > 0, statuses  # the budget stopped some rows
     run_stats = summary["run"]
     assert run_stats["skipped"] > 0 and run_stats["budget_exhausted"] is True
-    assert 0 < run_stats["usage"]["cost_usd"] <= 0.0002 * 1.5  # reserve-then-settle may overshoot a little
-    assert fake_llm_server.calls.total() < 24  # fewer than the 2 calls x 12 rows of a full run
+    assert 0 < run_stats["usage"]["cost_usd"] <= 0.0006 * 1.5  # reserve-then-settle may overshoot a little
+    (canary,) = summary["canaries"]  # their cost is spent from the budget first
+    assert 0 < canary["usage"]["cost_usd"] < run_stats["usage"]["cost_usd"]
+    assert fake_llm_server.calls.total() < 24 + 2  # fewer than 2 calls x 12 rows + the canaries' 2

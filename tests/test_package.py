@@ -23,7 +23,8 @@ def test_import_loads_no_provider_sdk():
     code = (
         "import sys, ragmetrics; from ragmetrics import FaithfulnessMetric, EvaluationPipeline, "
         "RougeEvaluator, eval_case; "
-        "print(sorted(m for m in ('openai', 'anthropic', 'instructor', 'httpx', 'httpx2') "
+        "print(sorted(m for m in ('openai', 'anthropic', 'instructor', 'httpx', 'httpx2', "
+        "'opentelemetry', 'mlflow', 'phoenix', 'openinference') "
         "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -52,6 +53,23 @@ def test_public_surface_is_pinned_and_sorted():
         "evaluate_sync",
     ):
         assert name in ragmetrics.__all__
+
+
+def test_dir_shows_the_public_names_not_the_helpers_and_loads_nothing():
+    # tab completion in a notebook lists dir(ragmetrics): no Any, TYPE_CHECKING, annotations, import_module
+    code = (
+        "import sys, ragmetrics; names = dir(ragmetrics); "
+        "print(sorted(n for n in names if not n.startswith('__'))); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'instructor')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    public, sdks = out.splitlines()
+    assert public == str(sorted(n for n in ragmetrics.__all__ if not n.startswith("__")))
+    assert sdks == "[]"
+    names = dir(ragmetrics)
+    for helper in ("Any", "TYPE_CHECKING", "annotations", "import_module", "_LAZY", "errors"):
+        assert helper not in names
+    assert "__version__" in names and "FaithfulnessMetric" in names
 
 
 def test_version_matches_pyproject():
@@ -105,12 +123,24 @@ RECORDS = (
     "settings",
     "prompting",
 )
-FACES = ("regression", "report", "cli", "integrations", "testing", "pytest_plugin", "_fake", "eval", "suite")
+FACES = (
+    "regression",
+    "report",
+    "calibration",
+    "testset",
+    "cli",
+    "integrations",
+    "testing",
+    "pytest_plugin",
+    "_fake",
+    "eval",
+    "suite",
+)
 LAYERS = [
     {f"ragmetrics.{name}" for name in RECORDS},
     {"ragmetrics.judge"},
     {"ragmetrics.metrics"},
-    {"ragmetrics.pipeline"},
+    {"ragmetrics.pipeline", "ragmetrics.traces"},  # traces: OTLP spans read as dataset rows
     {f"ragmetrics.{name}" for name in FACES},
 ]
 

@@ -452,3 +452,43 @@ def test_a_dead_judge_case_fails_saying_nothing_was_scored_and_why(tmp_path):
     assert "nothing scored: faithfulness: 0 of 2 samples scored: provider_error 2: " in out.stdout
     assert "could not connect to http://127.0.0.1:9/v1" in out.stdout
     assert junit_counts(tmp_path / "d.xml")[:2] == (1, 1)
+
+
+# -- a baseline case that vanished fails a gating run ------------------------------------------------------
+
+
+def test_a_renamed_case_fails_the_gate_unless_allowed(tmp_path):
+    """Before: rename a case, and `--compare base --fail-on-regression` printed `No regressions.`, exit 0."""
+    write(tmp_path, "eval_quality.py", QUALITY)
+    assert run(tmp_path, "test", "eval_quality.py", "--save", "base").returncode == 0
+    write(tmp_path, "eval_quality.py", QUALITY.replace("def eval_steady", "def eval_steady_v2"))
+    gating = ("test", "eval_quality.py", "--compare", "base", "--fail-on-regression")
+    out = run(tmp_path, *gating, "--junit-xml", "g.xml")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "1 case of snapshot 'base' did not run: eval_quality.py::eval_steady " in out.stdout
+    tests, failures, failing = junit_counts(tmp_path / "g.xml")
+    assert (tests, failures) == (3, 1) and failing[0].get("classname") == "ragmetrics.missing"
+    assert run(tmp_path, *gating, "--allow-missing-cases").returncode == 0
+    assert run(tmp_path, *gating, "-k", "faithfulness").returncode == 0  # a filtered run left it out
+    shown = run(tmp_path, "test", "eval_quality.py", "--compare", "base")
+    assert shown.returncode == 0 and "did not run" in shown.stdout and "(not gating)" in shown.stdout
+
+
+def test_the_plugin_fails_on_a_vanished_case_too(evals):
+    assert (
+        evals.runpytest_subprocess("eval_quality.py", "-p", "no:asyncio", "--ragmetrics-save", "base").ret
+        == 0
+    )
+    write(evals.path, "eval_quality.py", QUALITY.replace("def eval_steady", "def eval_steady_v2"))
+    args = (
+        "eval_quality.py",
+        "-p",
+        "no:asyncio",
+        "--ragmetrics-compare",
+        "base",
+        "--ragmetrics-fail-on-regression",
+    )
+    gated = evals.runpytest_subprocess(*args)
+    assert gated.ret == 1
+    gated.stdout.fnmatch_lines(["*1 case of snapshot 'base' did not run: eval_quality.py::eval_steady *"])
+    assert evals.runpytest_subprocess(*args, "--ragmetrics-allow-missing-cases").ret == 0

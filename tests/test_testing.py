@@ -233,7 +233,7 @@ async def test_hang_times_out_the_client(fake_llm_server: FakeLLMServer, oai: op
     with pytest.raises(openai.APITimeoutError):
         await oai.with_options(timeout=0.3).chat.completions.create(model="gpt-fake", messages=MESSAGES)  # type: ignore[arg-type]
 
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 5.0
 
 
 async def test_stop_returns_promptly_with_hanging_requests_in_flight() -> None:
@@ -250,7 +250,7 @@ async def test_stop_returns_promptly_with_hanging_requests_in_flight() -> None:
 
         started = time.perf_counter()
         await asyncio.to_thread(server.stop)
-        assert time.perf_counter() - started < 1.0
+        assert time.perf_counter() - started < 5.0, "stop does not wait out the clients' 30 s timeout"
 
         results = await asyncio.gather(*calls, return_exceptions=True)
         assert all(isinstance(r, openai.APIConnectionError) for r in results)
@@ -381,7 +381,7 @@ async def test_latency_does_not_serialise_requests(fake_llm_server: FakeLLMServe
     finally:
         await client.close()
 
-    assert 0.3 <= elapsed < 2.0, elapsed  # serialised, it would take 32 * 0.3 = 9.6 s
+    assert 0.3 <= elapsed < 7.2, elapsed  # serialised it cannot take less than 32 * 0.3 = 9.6 s
     assert fake_llm_server.calls.total() == 32
 
 
@@ -392,7 +392,7 @@ async def test_latency_range_is_seeded_and_bounded(fake_llm_server: FakeLLMServe
         response = await http.get("/v1/models")
         elapsed = time.perf_counter() - started
     assert response.status_code == 200
-    assert 0.05 <= elapsed < 0.5
+    assert 0.05 <= elapsed < 2.0  # the upper bound is loose: a loaded machine adds its own wait
     with pytest.raises(ConfigError):
         fake_llm_server.latency = (0.2, 0.1)
 
@@ -691,7 +691,7 @@ async def test_reset_clears_everything(fake_llm_server: FakeLLMServer, oai: open
     fake_llm_server.enqueue(FakeReply(json=EXTRACTION))
     started = time.perf_counter()
     assert (await extract(oai)).claims  # no latency, no fault, no stale script
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 4.0, "the 5 s latency is gone"
 
 
 def test_start_and_stop_are_idempotent() -> None:

@@ -8,6 +8,7 @@
 - ``records``: the scripting values (``FakeReply``, ``FakeRequest``, ``FakeRule``);
 - ``tasks``: which ragmetrics task a request's response schema stands for, and its variables;
 - ``schema_fill``: an arbitrary instance of a JSON schema (the ``answer="schema"`` mode);
+- ``placeholder``: a JSON schema filled with fixed placeholders (the ``answer="placeholder"`` mode);
 - ``dialects``: how a real OpenAI-compatible server departs from OpenAI (``dialect="llama-cpp"``);
 - ``batches``: the OpenAI Batch API and Anthropic Message Batches (state, progression, answering each
   request as in real time), with ``batch_wire`` for their records and JSON shapes;

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email import policy
@@ -56,17 +56,31 @@ class FakeBatchPlan:
         outcome: ``completed`` (every request answered), ``expired`` (none processed: each one
             expires), ``failed`` (OpenAI: the batch fails validation, no output; Anthropic: each request
             errors with ``api_error``), or ``cancelled`` (none processed: each one is cancelled).
+        lose_creates: The next this many batch creations (``POST /v1/batches``, ``POST
+            /v1/messages/batches``) are carried out, but their replies are lost: the server closes the
+            connection without answering, as when a reply is lost on its way back. The batch exists
+            and is listed; a client that simply retries creates another one.
+        edit_line: Rewrites each line of an OpenAI batch's output and error files as it is written
+            (bytes in, bytes out, no newline): damaged lines, for tests of what a client reads.
     """
 
     polls: int = 2
     seconds: float | None = None
     outcome: Outcome = "completed"
+    lose_creates: int = 0
+    edit_line: Callable[[bytes], bytes] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.polls, bool) or not isinstance(self.polls, int) or self.polls < 1:
             raise ConfigError(f"batch_plan: polls must be an int >= 1, got {self.polls!r}")
         if self.seconds is not None and not (isinstance(self.seconds, int | float) and self.seconds >= 0):
             raise ConfigError(f"batch_plan: seconds must be >= 0 or None, got {self.seconds!r}")
+        if (
+            isinstance(self.lose_creates, bool)
+            or not isinstance(self.lose_creates, int)
+            or self.lose_creates < 0
+        ):
+            raise ConfigError(f"batch_plan: lose_creates must be an int >= 0, got {self.lose_creates!r}")
         if self.outcome not in _OUTCOMES:
             raise ConfigError(f"batch_plan: outcome must be one of {_OUTCOMES}, got {self.outcome!r}")
 

@@ -84,6 +84,8 @@ class BatchRoute:
 _ROUTES: tuple[
     tuple[str, re.Pattern[str], Literal["openai", "anthropic"], Literal["files", "batches"]], ...
 ] = (
+    ("GET", re.compile(r"/v1/batches()"), "openai", "batches"),
+    ("GET", re.compile(r"/v1/messages/batches()"), "anthropic", "batches"),
     ("POST", re.compile(r"/v1/files()"), "openai", "files"),
     ("GET", re.compile(r"/v1/files/(?P<item>[^/]+)(?:/(?P<action>content))?"), "openai", "files"),
     ("POST", re.compile(r"/v1/batches()"), "openai", "batches"),
@@ -100,10 +102,12 @@ _ROUTES: tuple[
 )
 
 KNOWN = (
-    "POST /v1/files, GET /v1/files/ID[/content], POST /v1/batches, GET /v1/batches/ID, "
-    "POST /v1/batches/ID/cancel, POST /v1/messages/batches, GET /v1/messages/batches/ID[/results], "
+    "POST /v1/files, GET /v1/files/ID[/content], POST|GET /v1/batches, GET /v1/batches/ID, "
+    "POST /v1/batches/ID/cancel, POST|GET /v1/messages/batches, GET /v1/messages/batches/ID[/results], "
     "POST /v1/messages/batches/ID/cancel"
 )
+LOST = (0, b"", "")
+"""What :meth:`BatchStore.serve` returns for a reply the server must lose (close without answering)."""
 """The batch API paths, for the server's 404 message."""
 
 
@@ -113,7 +117,9 @@ def batch_route(method: str, path: str) -> BatchRoute | None:
         match = pattern.fullmatch(path)
         if verb == method and match is not None:
             groups = match.groupdict()
-            return BatchRoute(provider, resource, groups.get("item") or None, groups.get("action"))
+            item = groups.get("item") or None
+            action = "list" if verb == "GET" and item is None else groups.get("action")
+            return BatchRoute(provider, resource, item, action)
     return None
 
 
@@ -125,7 +131,21 @@ class BatchStore:
         self._files: dict[str, BatchFile] = {}
         self._batches: dict[str, BatchRecord] = {}
         self._seq = 0
-        self.plan = FakeBatchPlan()
+        self._plan = FakeBatchPlan()
+        self._lost = 0
+        self._by_key: dict[str, str] = {}
+        """Idempotency-Key header -> the batch its first create made."""
+
+    @property
+    def plan(self) -> FakeBatchPlan:
+        """How batches created from now on end (setting it restarts the count of lost creates)."""
+        return self._plan
+
+    @plan.setter
+    def plan(self, plan: FakeBatchPlan) -> None:
+        with self._lock:
+            self._plan = plan
+            self._lost = 0
 
     def snapshot(self) -> list[FakeBatch]:
         """Every batch, in creation order."""
@@ -165,11 +185,32 @@ class BatchStore:
                 if route.action == "content":
                     return 200, file.data, "application/octet-stream"
                 return 200, dumps(file_json(file)), "application/json"
-            if route.item is None:
-                body = json_object(raw)
+            if route.action == "list":  # every batch of this API, newest first, in one page
+                newest = reversed(self._batches.values())
+                views = [batch_view(b, headers) for b in newest if b.provider == route.provider]
+                page = {"data": views, "has_more": False, "first_id": None, "last_id": None}
+                if views:
+                    page.update(first_id=views[0]["id"], last_id=views[-1]["id"])
                 if route.provider == "openai":
-                    return 200, dumps(self._create_openai(body)), "application/json"
-                return 200, dumps(self._create_anthropic(body)), "application/json"
+                    page["object"] = "list"
+                return 200, dumps(page), "application/json"
+            if route.item is None:
+                key = headers.get("idempotency-key")
+                if key and key in self._by_key:  # the same create again: the batch it made
+                    view = batch_view(self._batches[self._by_key[key]], headers)
+                else:
+                    body = json_object(raw)
+                    view = (
+                        self._create_openai(body)
+                        if route.provider == "openai"
+                        else self._create_anthropic(body)
+                    )
+                    if key:
+                        self._by_key[key] = view["id"]
+                if self._lost < self._plan.lose_creates:
+                    self._lost += 1
+                    return LOST
+                return 200, dumps(view), "application/json"
             batch = self._batches.get(route.item)
             if batch is None or batch.provider != route.provider:
                 raise BatchError(404, f"No such batch: {route.item}")
@@ -219,7 +260,7 @@ class BatchStore:
         batch = BatchRecord(
             id=self._next("batch_"),
             provider="openai",
-            plan=self.plan,
+            plan=self._plan,
             lines=lines,
             endpoint=str(endpoint),
             created=int(time.time()),
@@ -259,7 +300,7 @@ class BatchStore:
         batch = BatchRecord(
             id=self._next("msgbatch_"),
             provider="anthropic",
-            plan=self.plan,
+            plan=self._plan,
             lines=lines,
             endpoint="/v1/messages",
             created=int(time.time()),
@@ -343,7 +384,8 @@ class BatchStore:
             (out if status == 200 else err).append(line)
         for kind, rows in (("output", out), ("error", err)):
             if rows:
-                data = b"".join(dumps(r) + b"\n" for r in rows)
+                edit = batch.plan.edit_line or (lambda line: line)
+                data = b"".join(edit(dumps(r)) + b"\n" for r in rows)
                 file = BatchFile(
                     self._next("file-"),
                     f"batch_{batch.id}_{kind}.jsonl",

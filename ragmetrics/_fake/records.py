@@ -43,6 +43,13 @@ class FakeReply:
             ``stop_reason="max_tokens"`` (Anthropic).
         hang: Never answer; the request waits until the client gives up or the server stops.
         drop: Close the connection without a response.
+        body: The whole response body, sent as is with ``status`` instead of a provider reply (a
+            gateway's ``{"error": ...}`` with HTTP 200, a body nested 100,000 levels deep).
+        usage: Replaces the ``usage`` object of a chat or messages reply (NaN, negative or absurd
+            token counts; an empty mapping omits ``usage``); the server's own token counters still
+            count its estimate.
+        trickle: Send the response (status line, headers and body) at this many bytes per second,
+            so that no single read times out while the reply takes as long as it likes.
     """
 
     json: Any = None
@@ -57,6 +64,9 @@ class FakeReply:
     truncate: bool = False
     hang: bool = False
     drop: bool = False
+    body: str | bytes | None = None
+    usage: Mapping[str, Any] | None = None
+    trickle: float | None = None
 
     def __post_init__(self) -> None:
         if self.json is not None and self.content is not None:
@@ -67,6 +77,10 @@ class FakeReply:
             raise ConfigError(f"FakeReply delay must be >= 0 seconds, got {self.delay}")
         if self.hang and self.drop:
             raise ConfigError("FakeReply cannot both hang and drop")
+        if self.body is not None and (self.json is not None or self.content is not None):
+            raise ConfigError("FakeReply takes body, or json/content, not both")
+        if self.trickle is not None and not self.trickle > 0:
+            raise ConfigError(f"FakeReply trickle must be > 0 bytes per second, got {self.trickle}")
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
 
 

@@ -22,6 +22,7 @@ from ragmetrics._fake.batches import KNOWN as BATCH_PATHS
 from ragmetrics._fake.batches import BatchError, BatchRoute, BatchStore, batch_route
 from ragmetrics._fake.dialects import Rejection, adapt, reject
 from ragmetrics._fake.embeddings import BROKEN_EMBEDDINGS, embeddings_body, texts_of
+from ragmetrics._fake.placeholder import placeholder
 from ragmetrics._fake.providers import completion_body, error_body, models_body, read_call
 from ragmetrics._fake.records import Endpoint, FakeReply, FakeRequest, FakeRule, Faults, Source
 from ragmetrics._fake.routes import ENDPOINTS, KNOWN, route
@@ -49,6 +50,7 @@ class Serving:
     _models: Sequence[str]
     _answer: Answerer
     _by_schema: bool
+    _placeholder: bool
     _dialect: str
     _seed: int
     _lock: threading.RLock
@@ -141,6 +143,9 @@ class Serving:
         except BatchError as exc:
             handler.send_error_body(shape, exc.status, exc.message)
             return
+        if status == 0:  # FakeBatchPlan(lose_creates=...): done, and the reply is lost
+            handler.drop()
+            return
         handler.send(status, payload, extra, content_type=kind)
 
     def _batch_line(
@@ -221,12 +226,18 @@ class Serving:
         if reply.drop:
             handler.drop()
             return
+        if reply.trickle is not None:
+            handler.pace(reply.trickle, stopping)
         if rejection is not None:
             handler.send(rejection.status, dumps(rejection.body))
             return
         extra = dict(reply.headers)
         if reply.retry_after is not None:
             extra["Retry-After"] = f"{reply.retry_after:g}"
+        if reply.body is not None:
+            raw = reply.body.encode("utf-8") if isinstance(reply.body, str) else reply.body
+            handler.send(reply.status, raw, extra)
+            return
         if reply.status >= 400:
             message = reply.message or f"HTTP {reply.status} scripted by FakeLLMServer"
             handler.send_error_body(endpoint, reply.status, message, extra)
@@ -271,7 +282,12 @@ class Serving:
             completion_tokens=completion_tokens,
             seq=request.index,
         )
-        return 200, completion_body(endpoint, answer)
+        payload = completion_body(endpoint, answer)
+        if reply.usage is not None:
+            payload["usage"] = dict(reply.usage)
+            if not reply.usage:  # an empty mapping: a server that sends no usage at all
+                del payload["usage"]
+        return 200, payload
 
     def answer_line(
         self, endpoint: Endpoint, body: dict[str, Any], *, custom_id: str, batch_id: str
@@ -355,8 +371,12 @@ class Serving:
             value: Any = {}
         elif reply.json is not None:
             value = reply.json.model_dump(mode="json") if hasattr(reply.json, "model_dump") else reply.json
+        elif self._by_schema:
+            value = self._schema_answer(request, call)
+        elif self._placeholder:
+            value = self._placeholder_answer(call)
         else:
-            value = self._schema_answer(request, call) if self._by_schema else self._default_answer(request)
+            value = self._default_answer(request)
         text = json.dumps(value, ensure_ascii=False)
         if reply.truncate:
             text = text[: max(1, len(text) // 2)]
@@ -386,6 +406,20 @@ class Serving:
         except SchemaFillError as exc:
             raise NoAnswerError(
                 f"FakeLLMServer(answer='schema') cannot fill the request's schema: {exc}"
+            ) from exc
+
+    def _placeholder_answer(self, call: Call) -> Any:
+        """The request's schema filled with fixed placeholders, as a generic mock server fills it."""
+        if call.json_schema is None:
+            raise NoAnswerError(
+                "FakeLLMServer(answer='placeholder') found no JSON schema in the request; script a reply "
+                "with enqueue(...) or on(...)"
+            )
+        try:
+            return placeholder(call.json_schema)
+        except SchemaFillError as exc:
+            raise NoAnswerError(
+                f"FakeLLMServer(answer='placeholder') cannot fill the request's schema: {exc}"
             ) from exc
 
     def _default_answer(self, request: FakeRequest) -> Any:

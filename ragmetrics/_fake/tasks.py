@@ -25,6 +25,7 @@ from ragmetrics.metrics.evaluators.rubric import (
     RubricGrade,
 )
 from ragmetrics.prompting import parse_blocks, parse_numbered_blocks
+from ragmetrics.testset.records import GeneratedItem
 
 __all__ = ["TASKS", "Answerer", "Task", "offline_answer", "task_for"]
 
@@ -97,6 +98,19 @@ def _blocks_reader(**names: str) -> Callable[[Sequence[str]], dict[str, Any] | N
     return read
 
 
+def _generate_reader(user_texts: Sequence[str]) -> dict[str, Any] | None:
+    for text in user_texts:
+        if "<passages>" in text:
+            blocks = parse_blocks(text)
+            return {
+                "kind": _block_value(blocks.get("kind")) or "single_hop",
+                "style": _block_value(blocks.get("style")) or "plain",
+                "headings": parse_numbered_blocks(text, "heading"),
+                "passages": parse_numbered_blocks(text, "passage"),
+            }
+    return None
+
+
 def _steps_reader(user_texts: Sequence[str]) -> dict[str, Any] | None:
     found = _blocks_reader(criteria="criteria", steps="steps", input="input", output="output")(user_texts)
     if found is not None:
@@ -122,6 +136,7 @@ TASKS: Mapping[str, Task] = MappingProxyType(
             ),
             Task("g_eval.steps", _blocks_reader(criteria="criteria"), EvaluationSteps),
             Task("g_eval.grade", _steps_reader, GEvalGrade),
+            Task("testset.generate", _generate_reader, GeneratedItem),
         )
     }
 )
@@ -140,7 +155,15 @@ def task_for(call: Call) -> Task | None:
 
 
 def offline_answer(task: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The offline judge's answer to ``task`` (the default answerer)."""
+    """The offline judge's answer to ``task`` (the default answerer).
+
+    Test set generation is answered by the extractive generator (questions built from the passages' own
+    sentences).
+    """
+    if task == "testset.generate":
+        from ragmetrics.testset.extractive import answer
+
+        return answer(variables)
     from ragmetrics.judge.offline import (
         judge as offline,  # lazy: written in parallel, and heavier than this module
     )

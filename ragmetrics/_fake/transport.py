@@ -90,13 +90,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
         """Keep quiet: the fake server records requests instead of logging them."""
 
+    _pace: tuple[float, threading.Event] | None = None
+    """Bytes per second for the response being sent, and the server's stop event (None: at once)."""
+
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
         """Serve a GET request."""
+        self._pace = None
         self.server.dispatch(self, "GET")
 
     def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
         """Serve a POST request."""
+        self._pace = None
         self.server.dispatch(self, "POST")
+
+    def pace(self, bytes_per_s: float, stopping: threading.Event) -> None:
+        """Send this request's response at ``bytes_per_s``, one byte at a time, until ``stopping`` is set."""
+        self._pace = (bytes_per_s, stopping)
 
     def read_body(self) -> bytes:
         """The request body (``Content-Length`` or chunked)."""
@@ -134,7 +143,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             lines.extend(f"{name}: {value}" for name, value in headers.items())
         if self.close_connection:
             lines.append("Connection: close")
-        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        if self._pace is None:
+            self.wfile.write(data)
+            return
+        bytes_per_s, stopping = self._pace
+        self.close_connection = True  # a client that gave up mid-reply leaves the connection unusable
+        for i in range(len(data)):
+            if i and stopping.wait(1.0 / bytes_per_s):
+                return
+            self.wfile.write(data[i : i + 1])
+            self.wfile.flush()
 
     def send_error_body(
         self, endpoint: str, status: int, message: str, headers: Mapping[str, str] | None = None

@@ -13,15 +13,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "add_batch_flags",
     "batch_from_flags",
     "count",
+    "judge_options",
     "non_negative_float",
     "output_problem",
     "positive_float",
     "positive_int",
+    "price_option",
+    "price_pair",
     "unit_float",
 ]
 
@@ -67,6 +71,16 @@ def _whole(text: str, low: int) -> int:
     if value < low:
         raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value}")
     return value
+
+
+def price_pair(text: str) -> tuple[float, float]:
+    """``IN,OUT``: USD per million input and output tokens, two finite numbers >= 0."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(
+            f"expected IN,OUT (USD per million tokens, e.g. 0.8,4), got {text!r}"
+        )
+    return non_negative_float(parts[0].strip()), non_negative_float(parts[1].strip())
 
 
 def positive_int(text: str) -> int:
@@ -117,7 +131,7 @@ def output_problem(
 
 
 def add_batch_flags(parser: argparse.ArgumentParser) -> None:
-    """``--batch`` and its companions, for ``ragmetrics eval``."""
+    """``--batch`` and its companions, for ``ragmetrics eval`` and ``ragmetrics generate``."""
     group = parser.add_argument_group(
         "provider batch APIs",
         "send the judge requests through the OpenAI Batch API or Anthropic Message Batches at half price; "
@@ -178,4 +192,26 @@ def batch_from_flags(args: argparse.Namespace) -> dict[str, object] | None:
         options["poll_interval_s"] = args.poll_interval
     if args.max_wait is not None:
         options["max_wait_s"] = args.max_wait
+    return options
+
+
+def price_option(args: argparse.Namespace, spec: Any) -> dict[str, Any]:
+    """``prices=`` for the judge: the price table with ``--price-per-mtok`` for its model, if given."""
+    from ragmetrics.judge.pricing import load_prices
+    from ragmetrics.settings import parse_judge_spec, prices_file
+
+    if args.price_per_mtok is None or not isinstance(spec, str):
+        return {}
+    settings, table = parse_judge_spec(spec), load_prices(prices_file())
+    table.setdefault(settings.provider, {})[settings.model] = args.price_per_mtok
+    return {"prices": table}
+
+
+def judge_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Judge settings from the flags: requests in flight, attempts per request, request timeout."""
+    options: dict[str, Any] = {"max_concurrency": args.judge_concurrency or max(16, args.concurrency)}
+    if args.max_attempts is not None:
+        options["max_attempts"] = args.max_attempts
+    if args.timeout is not None:
+        options["timeout_s"] = args.timeout
     return options

@@ -26,15 +26,20 @@ from typing import Any
 
 from ragmetrics._terminal import printable
 from ragmetrics.cli._args import output_problem, positive_float, positive_int, unit_float
-from ragmetrics.cli.run_eval import add_estimate_command, add_eval_command
+from ragmetrics.cli.calibrate import add_calibrate_command
+from ragmetrics.cli.run_eval import EXIT_JUDGE, add_estimate_command, add_eval_command
+from ragmetrics.cli.run_eval import _judge_health_min as judge_health_min
+from ragmetrics.cli.run_generate import add_generate_command
 from ragmetrics.errors import ConfigError, SnapshotError
 
-__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE", "main"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_PIPE = 141  # 128 + SIGPIPE: stdout's reader went away (`... | head -1`)
 _EXIT_CODES = (
     "exit codes: 0 all passed, 1 a case failed or errored (or a regression with --fail-on-regression), "
-    "2 usage error"
+    "2 usage error, 5 a case's judge is not reading its inputs (its claims' spans and quotes are not in "
+    "the texts it was given: below --judge-health-min, or it failed its canaries)"
 )
 
 
@@ -139,6 +144,50 @@ def _add_test_command(commands: Any) -> None:
         metavar="SECONDS",
         help="timeout of each LLM request of the cases' judges, in seconds (default 60)",
     )
+    trust = parser.add_argument_group(
+        "what suite files may name",
+        "a YAML/JSON suite is data: by default it may send judge requests only to the providers' own hosts "
+        "or a base URL you configured, keep caches in your cache folder, and set cost settings within sane "
+        "ranges (RAGMETRICS_SUITE_ALLOW=judge_url,cache,settings does the same as these flags)",
+    )
+    trust.add_argument(
+        "--allow-judge-url",
+        action="store_true",
+        help="let suite files send judge and embedding requests (with your API key) to any host they name",
+    )
+    trust.add_argument(
+        "--allow-suite-cache",
+        action="store_true",
+        help="let suite files name cache folders outside your cache folder",
+    )
+    trust.add_argument(
+        "--allow-suite-settings",
+        action="store_true",
+        help="let suite files set reasks, max_attempts, context_budget_tokens, timeouts, prices... "
+        "outside the sane ranges",
+    )
+    parser.add_argument(
+        "--judge-health-min",
+        type=unit_float,
+        default=None,
+        metavar="SHARE",
+        help="fail a case (exit 5) whose claim metrics' judge has a reading rate (the lower of the shares "
+        "of its claim spans found in the answers and of its quotes found in the contexts) below SHARE "
+        "(default 0.5)",
+    )
+    parser.add_argument(
+        "--no-judge-gate",
+        action="store_true",
+        help="do not fail cases on their judge's health or its canaries",
+    )
+    parser.add_argument(
+        "--canaries",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="put known-answer probes to each judge of the suite files first (on by default; at most 4 "
+        "cached calls per judge; a case whose judge fails them fails, exit 5); eval cases' own "
+        "evaluate() runs put them to their judges themselves",
+    )
     parser.add_argument("--junit-xml", metavar="PATH", help="also write JUnit XML for CI systems")
     parser.add_argument("--json", dest="json_path", metavar="PATH", help="also write the results as JSON")
     parser.add_argument(
@@ -151,6 +200,12 @@ def _add_test_command(commands: Any) -> None:
         "--fail-on-regression",
         action="store_true",
         help="exit 1 when --compare finds a regression (each is then a failing case in --junit-xml)",
+    )
+    snap.add_argument(
+        "--allow-missing-cases",
+        action="store_true",
+        help="with --fail-on-regression, do not fail when cases of the baseline did not run (renamed, "
+        "deleted; a filtered run (-k, --tags) never counts the cases it left out)",
     )
     snap.add_argument(
         "--alpha",
@@ -182,6 +237,25 @@ def _add_test_command(commands: Any) -> None:
     parser.set_defaults(handler=_cmd_test)
 
 
+def _add_fake_server_command(commands: Any) -> None:
+    from ragmetrics._fake.command import add_arguments
+
+    parser = commands.add_parser(
+        "fake-server",
+        help="serve the fake OpenAI/Anthropic provider (FakeLLMServer) until Ctrl-C",
+        description="Serve ragmetrics.testing.FakeLLMServer (the same as python -m ragmetrics.testing): "
+        "point your own pipeline's base_url at it to test it with the real SDKs and no key.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=_cmd_fake_server)
+
+
+def _cmd_fake_server(args: argparse.Namespace) -> int:
+    from ragmetrics._fake.command import serve
+
+    return serve(args)
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragmetrics",
@@ -192,7 +266,10 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     add_eval_command(commands)
     add_estimate_command(commands)
+    add_generate_command(commands)
     _add_test_command(commands)
+    add_calibrate_command(commands)
+    _add_fake_server_command(commands)
     return parser
 
 
@@ -258,28 +335,52 @@ def _cmd_test(args: argparse.Namespace) -> int:
         return _usage_error(str(exc))
 
     start = time.perf_counter()
+    gate_min = None if args.no_judge_gate else judge_health_min(args)
     results = [cases.error_result(e) for e in collection.errors]
     results += cases.run_cases_sync(
-        selected, threshold=args.threshold, concurrency=args.concurrency, warm=args.warm_latency
+        selected,
+        threshold=args.threshold,
+        concurrency=args.concurrency,
+        warm=args.warm_latency,
+        judge_health_min=gate_min,
     )
     for suite_path in suites:
-        results += run_suite_file(suite_path, concurrency=args.concurrency, **filters)
+        results += run_suite_file(
+            suite_path,
+            concurrency=args.concurrency,
+            judge_health_min=gate_min,
+            canaries=args.canaries,
+            **filters,
+        )
     if not results:
         what = "selected" if collection.cases or suites else f"found in {len(collection.files)} eval file(s)"
         return _usage_error(f"no eval cases {what} (paths: {' '.join(args.paths)})")
     duration = time.perf_counter() - start
+    for message in dict.fromkeys(v.message for r in results for v in r.violations if v.bound == "canaries"):
+        print(printable(f"ragmetrics test: {message}", multiline=True), file=sys.stderr)  # reported first
     print(render_case_table(results, fmt=args.format, duration_s=duration), end="")
     code = EXIT_OK if all(r.passed for r in results) else EXIT_FAIL
+    if any(v.bound in ("judge_health_min", "canaries") for r in results for v in r.violations):
+        code = EXIT_JUDGE  # as `ragmetrics eval`: a judge that is not reading is reported first
 
     current = Snapshot.from_results(args.save or "current", results)
     gate: GateResult | None = None
     if baseline is not None:
-        gate = gate_run(baseline, current, thresholds, alpha=args.alpha)
+        filtered = bool(args.keyword or args.tags or args.exclude_tags)
+        gate = gate_run(
+            baseline,
+            current,
+            thresholds,
+            alpha=args.alpha,
+            allow_missing=args.allow_missing_cases or filtered,
+        )
         print()
         print(render_diff(gate.diff, fmt=args.format, require_significance=gate.require_significance), end="")
         if gate.regressions and not args.fail_on_regression:
             print("(not gating: add --fail-on-regression to fail the run on these)")
-        if args.fail_on_regression and gate.regressions:
+        if gate.missing:
+            print(printable(gate.missing_message()) + ("" if args.fail_on_regression else " (not gating)"))
+        if args.fail_on_regression and gate.failed and code == EXIT_OK:
             code = EXIT_FAIL
     gated = gate.regressions if gate is not None and args.fail_on_regression else []
     try:
@@ -304,6 +405,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
                 duration_s=duration,
                 regressions=gated,
                 require_significance=args.alpha is not None,
+                missing=gate.missing if gate is not None and args.fail_on_regression else (),
             )
             write_atomic(args.junit_xml, junit)
     except (OSError, SnapshotError) as exc:
@@ -317,15 +419,30 @@ def _judge_defaults(args: argparse.Namespace) -> Iterator[None]:
 
     Judges built in the user's own code (eval cases, suites) read them from the environment
     variables :data:`ragmetrics.settings.JUDGE_OPTION_VARIABLES` name; the old values come back after.
+    The ``--allow-*`` flags of ``ragmetrics test`` are added to ``RAGMETRICS_SUITE_ALLOW`` the same
+    way, so suites that eval files load themselves follow them too.
     """
-    values = {
-        "RAGMETRICS_MAX_ATTEMPTS": getattr(args, "max_attempts", None),
-        "RAGMETRICS_TIMEOUT_S": getattr(args, "timeout", None),
+    values: dict[str, str] = {
+        "RAGMETRICS_MAX_ATTEMPTS": repr(getattr(args, "max_attempts", None)),
+        "RAGMETRICS_TIMEOUT_S": repr(getattr(args, "timeout", None)),
     }
-    saved = {var: os.environ.get(var) for var, value in values.items() if value is not None}
+    values = {var: value for var, value in values.items() if value != "None"}
+    allowed = [
+        name
+        for name, flag in (
+            ("judge_url", "allow_judge_url"),
+            ("cache", "allow_suite_cache"),
+            ("settings", "allow_suite_settings"),
+        )
+        if getattr(args, flag, False)
+    ]
+    if allowed:
+        given = [n for n in os.environ.get("RAGMETRICS_SUITE_ALLOW", "").split(",") if n.strip()]
+        values["RAGMETRICS_SUITE_ALLOW"] = ",".join(dict.fromkeys([*given, *allowed]))
+    saved = {var: os.environ.get(var) for var in values}
     try:
-        for var in saved:
-            os.environ[var] = repr(values[var])
+        for var, value in values.items():
+            os.environ[var] = value
         yield
     finally:
         for var, old in saved.items():
@@ -344,10 +461,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         with _judge_defaults(args):
-            return int(args.handler(args))
+            code = int(args.handler(args))
+        sys.stdout.flush()  # a reader that went away shows here, not as "Exception ignored" at exit
+        return code
     except KeyboardInterrupt:
         print("ragmetrics: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Stop quietly when stdout's reader has gone (``ragmetrics eval --json | head -1``).
+
+    Returns 141 (128 + SIGPIPE), the status a shell reports for ``cat``, ``yes`` or ``grep`` stopped the
+    same way: 0 would claim every result was printed and hide a failed gate, 1 would read as a failed
+    gate. Further output goes to the null device, so the interpreter's final flush raises nothing.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+    return EXIT_PIPE
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 tokens-per-minute token buckets (a :class:`~ragmetrics.judge.limits.RateLimiter`, so the arithmetic is
 the single-process one) and the cluster's 429 signal: a rate limit seen by any worker halves the
 bucket's rates (recovering linearly over ``recover_s``) and counts a *cut*, which every worker follows
-by halving its own concurrency limit the next time it asks for a request.
+by halving its own concurrency limit the next time it asks for a request. A 429 that carries a
+Retry-After also holds every worker's next grant until then (at most ``MAX_HOLD_S``).
 
 :class:`ClusterGate` is the worker side: a :class:`~ragmetrics.judge.limits.RateGate` for the judge
 (one actor call per request) that also hooks the judge's
@@ -20,11 +21,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from typing import Any
 
 from ragmetrics.judge.limits import AdaptiveLimiter, RateGate, RateLimiter
 
-__all__ = ["ClusterGate", "RateBucket"]
+__all__ = ["MAX_HOLD_S", "ClusterGate", "RateBucket"]
+
+MAX_HOLD_S = 60.0
+"""The longest a Retry-After may hold the whole cluster's grants."""
+
+_LOG_SIZE = 10_000
+"""Grants and holds kept for :meth:`RateBucket.log` (the latest ones)."""
 
 
 class RateBucket:
@@ -66,6 +74,11 @@ class RateBucket:
         self.throttles = 0
         self._first: float | None = None
         self._last = 0.0
+        self._hold_until = float("-inf")
+        self.held_s = 0.0
+        self._grants: deque[float] = deque(maxlen=_LOG_SIZE)
+        self._holds: deque[tuple[float, float]] = deque(maxlen=_LOG_SIZE)
+        self._attempts: dict[str, int] = {}
 
     def config(self) -> dict[str, float | None]:
         """The caps this bucket was made with (to check that a shared bucket is the one meant)."""
@@ -83,25 +96,44 @@ class RateBucket:
             if self._lock is None:  # made here, on the actor's event loop
                 self._lock = asyncio.Lock()
             async with self._lock:
+                await self._hold()
                 share = self._share(time.monotonic())
                 rpm, tpm = self._caps
                 rate.requests_per_minute = rpm * share if rpm else None
                 rate.tokens_per_minute = tpm * share if tpm else None
                 await rate.acquire(tokens)
+                await self._hold()  # a Retry-After that came in while the rate made this one wait
+        else:
+            await self._hold()
+        # no await from the last hold check to here: every grant after a throttle is past its hold
         self._last = time.monotonic()
+        self._grants.append(self._last)
         if self._first is None:
             self._first = self._last
         return self.cuts
+
+    async def _hold(self) -> None:
+        """Wait out a Retry-After some worker was given (the hold may grow while waiting)."""
+        while (wait := self._hold_until - time.monotonic()) > 0:
+            self.held_s += wait
+            await asyncio.sleep(wait)
 
     def record(self, tokens: int) -> None:
         """Debit tokens a reply used beyond those acquired (its completion)."""
         if self._rate is not None and tokens > 0:
             self._rate.record(tokens)
 
-    def throttle(self) -> int:
-        """A worker saw a rate limit: halve the rates and count a cut (once per ``cooldown_s``)."""
+    def throttle(self, retry_after_s: float | None = None) -> int:
+        """A worker saw a rate limit: halve the rates and count a cut (once per ``cooldown_s``).
+
+        With the server's ``retry_after_s``, no grant is given to any worker until then (at most
+        ``MAX_HOLD_S`` from now; a negative or non-finite value is ignored).
+        """
         self.throttles += 1
         now = time.monotonic()
+        if isinstance(retry_after_s, (int, float)) and 0 < retry_after_s < float("inf"):
+            self._hold_until = max(self._hold_until, now + min(float(retry_after_s), MAX_HOLD_S))
+            self._holds.append((now, self._hold_until))
         if now - self._last_cut >= self._cooldown_s:
             self._cut_share = max(self._floor, self._share(now) / 2)
             self._last_cut = now
@@ -120,7 +152,25 @@ class RateBucket:
             "cuts": self.cuts,
             "share": self._share(time.monotonic()),
             "waited_s": self._rate.waited_s if self._rate is not None else 0.0,
+            "held_s": self.held_s,
         }
+
+    def log(self) -> dict[str, list[Any]]:
+        """The latest grants and Retry-After holds, on this actor's monotonic clock.
+
+        ``grants`` are grant times, ``holds`` are ``[set_at, until]``: every grant later than a hold's
+        ``set_at`` is at or after its ``until``.
+        """
+        return {"grants": list(self._grants), "holds": [list(h) for h in self._holds]}
+
+    def attempt(self, key: str) -> int:
+        """Count one more attempt at the batch ``key``; returns how many there have been."""
+        self._attempts[key] = count = self._attempts.get(key, 0) + 1
+        return count
+
+    def done(self, key: str) -> None:
+        """The batch ``key`` finished: forget its attempts."""
+        self._attempts.pop(key, None)
 
 
 class ClusterGate:
@@ -162,5 +212,5 @@ class ClusterGate:
         if self._local is not None:
             self._local.record(tokens)
 
-    def _throttled(self) -> None:
-        self._bucket.throttle.remote()
+    def _throttled(self, retry_after_s: float | None) -> None:
+        self._bucket.throttle.remote(retry_after_s)

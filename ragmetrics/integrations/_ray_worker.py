@@ -8,6 +8,10 @@ the pipeline on every batch it is given. A batch's rows keep their position in t
 name the row as a single-process run would. Results are the rows of ``to_pandas()`` as an Arrow table;
 the columns ragmetrics adds get fixed types, so every batch's table has one schema.
 
+A batch whose worker keeps dying (Ray Data restarts the actor and retries the batch without limit)
+is counted at the bucket actor: from its ``max_attempts + 1``-th start its rows come back as error
+rows (status ``provider_error``, a message naming the rows and the crashes) and the run finishes.
+
 Batches run one at a time per actor (Ray hands an async actor several): a pipeline run closes its
 judges' clients when it ends, which must not happen under another run's requests. Within a batch
 the pipeline's own ``concurrency`` applies.
@@ -93,6 +97,8 @@ class BatchEvaluator:
         bucket: The cluster's ``RateBucket`` actor handle (None: no shared limit).
         columns: Sample field -> column name.
         pipeline_options: :class:`EvaluationPipeline` options.
+        max_attempts: Starts of one batch (each a worker crash but the last) before its rows are
+            given up as error rows.
     """
 
     def __init__(
@@ -101,10 +107,13 @@ class BatchEvaluator:
         bucket: Any,
         columns: Mapping[str, str],
         pipeline_options: Mapping[str, Any],
+        max_attempts: int = 3,
     ) -> None:
-        self._pipeline = EvaluationPipeline(
-            list(metrics), columns=columns, progress=False, **dict(pipeline_options)
-        )
+        self._bucket = bucket
+        self._max_attempts = max_attempts
+        # a worker scores many batches of one run and keeps no summary: no canaries per batch
+        options = {"canaries": False, **dict(pipeline_options)}
+        self._pipeline = EvaluationPipeline(list(metrics), columns=columns, progress=False, **options)
         self._columns = dict(columns)
         self._required = needed_fields(self._pipeline.metrics)
         self._types = result_types(self._pipeline.metric_names, self._pipeline.repeats)
@@ -133,9 +142,37 @@ class BatchEvaluator:
         if self._lock is None:  # made on the loop Ray runs async batches on
             self._lock = asyncio.Lock()
         rows = self._rows(batch)
+        key = f"{rows[0].index}+{len(rows)}" if rows else ""
+        if self._bucket is not None and rows:
+            started = await self._bucket.attempt.remote(key)
+            if started > self._max_attempts:
+                return await self._given_up(rows, batch, started - 1)
         async with self._lock:
             results = await self._pipeline.evaluate(rows)
+        if self._bucket is not None and rows:
+            self._bucket.done.remote(key)
         return self._table(table_rows(results, metrics=results.metrics), batch)
+
+    async def _given_up(self, rows: list[Row], batch: Any, crashes: int) -> Any:
+        """The batch's rows as error rows: its worker died ``crashes`` times running it."""
+        first, last = rows[0].index, rows[-1].index
+        problem = (
+            f"the Ray worker running rows {first}-{last} crashed {crashes} times (killed, out of "
+            f"memory or a lost node); these rows were given up, not scored (raise max_attempts= or "
+            "find the row that kills the worker)"
+        )
+        failed = [dataclasses.replace(row, values=None, problem=problem) for row in rows]
+        async with self._lock:  # type: ignore[union-attr]
+            results = await self._pipeline.evaluate(failed)
+        out = table_rows(results, metrics=results.metrics)
+        source = batch.drop_columns([INDEX_COLUMN]).to_pylist()
+        for row, given in zip(out, source, strict=True):
+            for name in self._pipeline.metric_names:
+                row[f"{name}_status"] = "provider_error"
+            for column, value in given.items():
+                if row.get(column) is None:
+                    row[column] = value
+        return self._table(out, batch)
 
     def _table(self, rows: list[dict[str, Any]], batch: Any) -> Any:
         import pyarrow as pa

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ragmetrics._aio import in_notebook
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.integrations._records import (
     Capture,
@@ -112,8 +113,12 @@ class BackgroundScorer:
     ) -> None:
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ConfigError(f"max_pending must be an int >= 1, got {max_pending!r}")
-        self.pipeline = EvaluationPipeline(
-            metrics, concurrency=concurrency, timeout_per_sample_s=timeout_per_sample_s, progress=False
+        self.pipeline = EvaluationPipeline(  # each job is a stream of its own: no canaries per job
+            metrics,
+            concurrency=concurrency,
+            timeout_per_sample_s=timeout_per_sample_s,
+            progress=False,
+            canaries=False,
         )
         self.source: Source = source
         self.max_pending = max_pending
@@ -152,6 +157,9 @@ class BackgroundScorer:
             try:
                 loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
             except RuntimeError:
+                loop = None
+            if loop is not None and in_notebook():
+                # a kernel's loop runs the cells: it cannot score while a cell waits in close()
                 loop = None
             on_this_thread = loop is not None
             if loop is None:
@@ -375,12 +383,14 @@ class BackgroundScorer:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             running = None
+        if running is not None:
+            self._hand_over(running)
         with self._lock:
             waiting = list(self._outstanding.items())
         if running is not None and any(loop is running for _, loop in waiting):
             raise RuntimeError(
-                "flush_sync() was called inside the event loop that scores the captured runs; "
-                "use 'await handler.flush()' there"
+                "flush_sync() was called inside the event loop that is scoring captured runs right now "
+                "(it cannot go on while this call waits); use 'await handler.flush()' there"
             )
         futures = [job.future for job, _ in waiting]
         if futures:
@@ -388,6 +398,20 @@ class BackgroundScorer:
             if pending:
                 raise TimeoutError(f"{len(pending)} captured runs were still being scored after {timeout} s")
         return self.results
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Before blocking ``loop``'s thread: its runs not yet being scored go to the background thread."""
+        with self._lock:
+            lane = self._lanes.get(loop)
+        if lane is None or lane.background or not lane.jobs:
+            return
+        jobs, lane.jobs = lane.jobs, []  # a drain task that has not started finds nothing and ends
+        target = self._background_loop()
+        with self._lock:
+            for job in jobs:
+                self._outstanding[job] = target
+        for job in jobs:
+            target.call_soon_threadsafe(self._enqueue, target, job)
 
     def _stop_thread(self, timeout: float | None) -> None:
         with self._lock:

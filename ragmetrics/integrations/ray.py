@@ -24,7 +24,10 @@ How it runs:
   requests-per-minute and tokens-per-minute buckets that every worker's judge asks before each
   request, and a 429 seen by any worker halves the shared rates and every worker's concurrency limit.
 - A worker that dies (killed, out of memory, a lost node) is restarted by Ray and its batch retried;
-  the disk cache of the node makes the retry cost only the calls that had not finished.
+  the disk cache of the node makes the retry cost only the calls that had not finished. A batch that
+  killed its worker ``max_attempts`` times (3) comes back as error rows (``provider_error``, naming
+  the rows), so one poisonous batch cannot loop for ever; the rest of the run finishes.
+- A 429 with a Retry-After holds every worker's next request until then (at most 60 s).
 
 The result is a ``ray.data.Dataset`` with the columns of ``EvaluationResults.to_pandas()`` (the
 input's columns, then a score, status and reason per metric and the usage totals), in no guaranteed
@@ -51,6 +54,7 @@ __all__ = ["ClusterRateLimit", "evaluate_ray"]
 
 _REFUSED = {
     "max_cost_usd": "a budget would hold per batch, not for the run; estimate first (ragmetrics estimate)",
+    "max_calls": "a call cap would hold per batch, not for the run; estimate first (ragmetrics estimate)",
     "callbacks": "they would run on the workers; read the result dataset instead",
     "progress": "Ray Data shows the run's progress",
     "batch": "a provider batch runs from one process (EvaluationPipeline(batch=True), eval --batch)",
@@ -142,6 +146,11 @@ class ClusterRateLimit:
     def stats(self) -> dict[str, float]:
         """Requests granted so far, 429s reported, cuts made, the share of the caps in force, time waited."""
         result: dict[str, float] = _ray().get(self.handle.stats.remote())
+        return result
+
+    def log(self) -> dict[str, list[Any]]:
+        """The bucket's latest grant times and Retry-After holds (``[set_at, until]``), on its own clock."""
+        result: dict[str, list[Any]] = _ray().get(self.handle.log.remote())
         return result
 
 
@@ -268,6 +277,7 @@ def evaluate_ray(
     tokens_per_minute: float | None = None,
     rate_limit: ClusterRateLimit | None = None,
     map_options: Mapping[str, Any] | None = None,
+    max_attempts: int = 3,
     **pipeline_options: Any,
 ) -> Any:
     """Score a dataset on a Ray cluster; returns a lazy ``ray.data.Dataset`` of result rows.
@@ -293,7 +303,10 @@ def evaluate_ray(
         rate_limit: A :class:`ClusterRateLimit` to share (instead of ``requests_per_minute`` /
             ``tokens_per_minute``). With neither, a limit with no caps still spreads 429s.
         map_options: More ``Dataset.map_batches`` options (``memory``, ``resources``,
-            ``runtime_env``...). Ray Data restarts a dead worker and retries its batch without limit.
+            ``runtime_env``...).
+        max_attempts: Starts of one batch before its rows become error rows: Ray restarts a dead
+            worker and retries its batch, and a batch that killed its worker this many times comes
+            back as ``provider_error`` rows naming the rows and the crashes (the rest of the run goes on).
         pipeline_options: :class:`~ragmetrics.pipeline.runner.EvaluationPipeline` options applied on
             each worker (``concurrency``, ``timeout_per_sample_s``, ``repeats``...).
 
@@ -308,6 +321,7 @@ def evaluate_ray(
             raise ConfigError(f"evaluate_ray(): {name}= is not supported on a cluster: {why}")
     _positive_int("workers", workers)
     _positive_int("batch_size", batch_size)
+    _positive_int("max_attempts", max_attempts)
     if isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or not 0 <= num_cpus < math.inf:
         raise ConfigError(f"evaluate_ray(): num_cpus must be a number >= 0, got {num_cpus!r}")
     if rate_limit is not None and (requests_per_minute is not None or tokens_per_minute is not None):
@@ -332,6 +346,7 @@ def evaluate_ray(
             "bucket": limit.handle,
             "columns": dict(columns or {}),
             "pipeline_options": pipeline_options,
+            "max_attempts": max_attempts,
         },
         batch_size=batch_size,
         batch_format="pyarrow",

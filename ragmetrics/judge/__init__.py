@@ -111,7 +111,9 @@ def resolve_judge(
 
     Args:
         llm: A spec string; an ``openai.AsyncOpenAI`` / ``AsyncAzureOpenAI`` / ``anthropic.AsyncAnthropic``
-            / ``AsyncAnthropicBedrock`` / ``AsyncAnthropicVertex`` client; a Judge; or None for the
+            / ``AsyncAnthropicBedrock`` / ``AsyncAnthropicVertex`` client; a LangChain chat model or a
+            LlamaIndex LLM (or a RAGAS wrapper of one, see
+            :mod:`~ragmetrics.judge.providers.frameworks`); a Judge; or None for the
             default (``RAGMETRICS_JUDGE``, a keyed provider, else ``offline`` with an
             :class:`~ragmetrics.errors.OfflineJudgeWarning`).
         cache: True for the default cache folder, a path for another, False for memory only.
@@ -142,7 +144,19 @@ def resolve_judge(
         judge, owned = llm, False
     else:
         from ragmetrics.judge.providers.clients import client_provider, judge_for_client
+        from ragmetrics.judge.providers.frameworks import framework_kind, judge_for_framework
 
+        if framework_kind(llm) is not None:
+            given = [n for n, v in (("api_key", api_key), ("base_url", base_url), ("model", model)) if v]
+            if given:
+                raise ConfigError(
+                    f"llm: a {type(llm).__name__} carries its own key, URL and model; "
+                    f"{', '.join(given)} cannot be applied to it (set them when creating it)"
+                )
+            prices = _prices(options.pop("prices", None))
+            return CachingJudge(
+                judge_for_framework(llm, prices=prices, **options), _cache_dir(cache), owns_inner=False
+            )
         if client_provider(llm) is None:
             raise ConfigError(
                 f"llm must be a judge spec string, a Judge, or an async openai / anthropic SDK client, "
@@ -155,13 +169,15 @@ def resolve_judge(
             )
         prices = _prices(options.pop("prices", None))
         judge = judge_for_client(llm, model=model, prices=prices, **options)
+    return CachingJudge(judge, _cache_dir(cache), owns_inner=owned)
+
+
+def _cache_dir(cache: bool | str | Path | None) -> Path | None:
     if cache is True:
-        directory: Path | None = default_cache_dir()
-    elif cache is False or cache is None:
-        directory = None
-    else:
-        directory = Path(cache)
-    return CachingJudge(judge, directory, owns_inner=owned)
+        return default_cache_dir()
+    if cache is False or cache is None:
+        return None
+    return Path(cache)
 
 
 def _refuse_keywords(

@@ -77,6 +77,11 @@ class DeadJudgeBreaker:
         """True while calls fail at once."""
         return self._tripped_at is not None
 
+    @property
+    def answered(self) -> bool:
+        """True once any attempt got a usable reply."""
+        return self._succeeded
+
     def check(self) -> Failure | None:
         """Before an attempt: None to go ahead, or the failure to raise at once (no request sent)."""
         with self._lock:

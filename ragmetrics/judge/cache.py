@@ -69,6 +69,15 @@ def canonical_sha256(payload: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _is_entry(value: Any) -> bool:
+    """Whether a value read from disk has the shape the judge cache writes."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("value"), dict)
+        and isinstance(value.get("usage"), dict)
+    )
+
+
 CacheStats = CacheCounts
 """Hits, shared requests and misses of one caching judge (the counters every cache keeps)."""
 
@@ -107,7 +116,10 @@ class CachingJudge:
         """Counts :meth:`aclose` calls: each pipeline run or ``*_sync`` call ends with one."""
         self._inflight: dict[tuple[int, str], asyncio.Future[dict[str, Any]]] = {}
         self._store: DiskStore[dict[str, Any]] = DiskStore(
-            self.directory, what="judge cache", hint="pass cache=False (or --no-cache) to run without it"
+            self.directory,
+            what="judge cache",
+            hint="pass cache=False (or --no-cache) to run without it",
+            check=_is_entry,
         )
 
     def __repr__(self) -> str:
@@ -140,7 +152,15 @@ class CachingJudge:
         if entry is None:
             entry = self._store.get(key)
             if entry is not None:
-                self._memo.put(key, entry)
+                try:
+                    reply = self._reply(request, entry, started)
+                except ValueError:  # a stored value this response model refuses: a miss
+                    entry = None
+                else:
+                    self._memo.put(key, entry)
+                    self._seen.put(key, self._run)
+                    self.stats.hits += 1
+                    return reply
         if entry is not None:
             self._seen.put(key, self._run)
             self.stats.hits += 1

@@ -50,9 +50,10 @@ class AdaptiveLimiter:
     _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = field(
         default_factory=weakref.WeakKeyDictionary, init=False
     )
-    on_throttle: Callable[[], None] | None = field(default=None, repr=False)
-    """Seam: called after each rate limit :meth:`on_rate_limited` records (a cluster-wide limit passes
-    the signal on to every worker; see ``ragmetrics.integrations.ray``). None: nobody else is told."""
+    on_throttle: Callable[[float | None], None] | None = field(default=None, repr=False)
+    """Seam: called after each rate limit :meth:`on_rate_limited` records, with the server's
+    Retry-After in seconds (None: it gave none, or a timeout); a cluster-wide limit passes the signal
+    on to every worker (see ``ragmetrics.integrations.ray``). None: nobody else is told."""
 
     def __post_init__(self) -> None:
         self.limit = self.maximum
@@ -86,15 +87,17 @@ class AdaptiveLimiter:
             self.limit += 1
             self._successes = 0
 
-    def on_rate_limited(self) -> None:
+    def on_rate_limited(self, retry_after_s: float | None = None) -> None:
         """Record a 429: halve the limit (at least 1), at most once per ``cooldown_s``; tell ``on_throttle``.
+
+        ``retry_after_s`` is the server's Retry-After (None: none given), passed on to ``on_throttle``.
 
         A burst of 429s from requests that were all in flight together is one signal, not many:
         without the cooldown, 32 simultaneous 429s would cut a limit of 32 down to 1.
         """
         self.cut()
         if self.on_throttle is not None:
-            self.on_throttle()
+            self.on_throttle(retry_after_s)
 
     def cut(self) -> None:
         """Halve the limit (at least 1), at most once per ``cooldown_s``, telling no one.

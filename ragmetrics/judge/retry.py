@@ -20,7 +20,14 @@ from tenacity.wait import wait_base
 
 from ragmetrics.score import Status
 
-__all__ = ["Failure", "RetryPolicy", "WaitRetryAfterOrBackoff", "http_failure", "parse_retry_after"]
+__all__ = [
+    "REFUSED_WAIT_S",
+    "Failure",
+    "RetryPolicy",
+    "WaitRetryAfterOrBackoff",
+    "http_failure",
+    "parse_retry_after",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +60,16 @@ class Failure:
     quarter of the timeout, so a server still computing the abandoned request is not sent it again
     at once."""
     hint: str | None = None
+    refused: bool = False
+    """The connection was refused (nothing listens at that address): the judge is not starting up, it
+    is not there, so while it has never answered, its retries come quickly (see ``max_wait_s``)."""
+    max_wait_s: float | None = None
+    """Longest wait before the next attempt, when set (a refused connection to a judge that never
+    answered: :data:`REFUSED_WAIT_S`), so a dead judge is reported within seconds."""
+
+
+REFUSED_WAIT_S = 0.25
+"""Longest wait between attempts while every attempt at a judge that never answered was refused."""
 
 
 class TransientFailure(Exception):
@@ -130,4 +147,6 @@ class WaitRetryAfterOrBackoff(wait_base):
             return min(policy.max_retry_after_s, max(exc.failure.retry_after_s, 0.0))
         if isinstance(exc, TransientFailure):
             backoff = max(backoff, min(policy.maximum_s, exc.failure.min_wait_s))
+            if exc.failure.max_wait_s is not None:
+                backoff = min(backoff, exc.failure.max_wait_s)
         return backoff

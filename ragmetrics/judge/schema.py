@@ -9,9 +9,39 @@ it on the wire, and response models that build their own schema (the claim schem
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-__all__ = ["strict_schema"]
+from pydantic import AfterValidator
+
+__all__ = [
+    "MAX_JUDGE_QUOTE_CHARS",
+    "MAX_JUDGE_TEXT_CHARS",
+    "JudgeQuote",
+    "JudgeText",
+    "cap_text",
+    "strict_schema",
+]
+
+MAX_JUDGE_TEXT_CHARS = 2_000
+"""A judge's free text (a reason, a step) is cut to this many characters when its reply is parsed."""
+MAX_JUDGE_QUOTE_CHARS = 20_000
+"""A judge's evidence quote is cut to this many characters (a cut quote is then not found verbatim)."""
+
+
+def cap_text(text: str, limit: int = MAX_JUDGE_TEXT_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, with a marker saying how much was cut.
+
+    So a judge's 50 MB reason never reaches a record, the cache or an export.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit:,} more characters cut by ragmetrics]"
+
+
+JudgeText = Annotated[str, AfterValidator(cap_text)]
+"""A free-text field of a response schema, capped at :data:`MAX_JUDGE_TEXT_CHARS` when parsed."""
+JudgeQuote = Annotated[str, AfterValidator(lambda text: cap_text(text, MAX_JUDGE_QUOTE_CHARS))]
+"""An evidence quote of a response schema, capped at :data:`MAX_JUDGE_QUOTE_CHARS` when parsed."""
 
 
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:

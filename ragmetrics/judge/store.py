@@ -1,24 +1,27 @@
-"""What the judge cache and the embedding cache share: an LRU memo, a diskcache folder, the counters.
+"""What the judge cache and the embedding cache share: an LRU memo, a store folder, the counters.
 
-Both keep recent entries in memory and everything on disk; a disk failure is a
-:class:`~ragmetrics.errors.CacheError` naming the folder and what to do, never a bare sqlite error.
+Both keep recent entries in memory and everything on disk as JSON (:mod:`ragmetrics.judge.rows`: no
+pickles); a disk failure is a :class:`~ragmetrics.errors.CacheError` naming the folder and what to do,
+never a bare sqlite error, and a damaged value is a miss.
 Both count their lookups in one :class:`CacheCounts` (hits, shared, misses), which the pipeline reads
 for a run's statistics and its progress bar.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from ragmetrics.errors import CacheError
+from ragmetrics.judge.rows import DamagedValueError, JsonRows, warn_old_store
 
 __all__ = ["CacheCounts", "DiskStore", "LruMemo"]
 
 V = TypeVar("V")
+log = logging.getLogger("ragmetrics.cache")
 
 
 @dataclass(slots=True)
@@ -84,61 +87,63 @@ class LruMemo(Generic[V]):
 
 
 class DiskStore(Generic[V]):
-    """A diskcache folder, opened on first use and closed (reopenable) by :meth:`close`.
+    """A store folder (:class:`~ragmetrics.judge.rows.JsonRows`), opened on first use, closed by close().
+
+    Values are JSON; one that does not parse, or fails ``check``, is a miss (logged as a warning and
+    replaced by the next write), never an error and never executed.
 
     Args:
         directory: The folder; None stores nothing (every ``get`` misses).
         what: What the store holds, for messages (``judge cache``, ``embedding cache``).
         hint: What to do when the folder cannot be opened.
+        check: Whether a value read back has the shape this store writes.
     """
 
-    def __init__(self, directory: Path | None, *, what: str, hint: str) -> None:
+    def __init__(
+        self,
+        directory: Path | None,
+        *,
+        what: str,
+        hint: str,
+        check: Callable[[Any], bool] = lambda value: value is not None,
+    ) -> None:
         self.directory = directory
         self._what = what
-        self._hint = hint
-        self._disk: Any = None
-
-    def _open(self) -> Any:
-        if self._disk is None and self.directory is not None:
-            try:
-                import diskcache
-
-                self.directory.mkdir(parents=True, exist_ok=True)
-                self._disk = diskcache.Cache(str(self.directory), size_limit=2**33, eviction_policy="none")
-            except Exception as exc:  # diskcache raises sqlite3 and OS errors
-                raise CacheError(
-                    f"cannot open the {self._what} at {self.directory}: {exc}; {self._hint}"
-                ) from exc
-        return self._disk
+        self._check = check
+        self._rows = JsonRows(directory, what=what, hint=hint) if directory is not None else None
+        self._told = False
 
     def get(self, key: str) -> V | None:
-        """The stored value for ``key``, or None (also when there is no folder)."""
-        disk = self._open()
-        if disk is None:
+        """The stored value for ``key``, or None (also when there is no folder or the value is damaged)."""
+        if self._rows is None:
             return None
+        if not self._told:
+            self._told = True
+            warn_old_store(self._rows.directory, self._what)
         try:
-            value: V | None = disk.get(key)  # only what set_many stored, so only V
-            return value
-        except Exception as exc:
-            raise CacheError(f"cannot read the {self._what} at {self.directory}: {exc}") from exc
+            value = self._rows.get(key)
+        except DamagedValueError as exc:
+            log.warning("%s", exc)
+            return None
+        if value is None:
+            return None
+        if not self._check(value):
+            log.warning(
+                "the %s at %s holds a value of the wrong shape under %r: ignored",
+                self._what,
+                self._rows.path,
+                key[:64],
+            )
+            return None
+        stored: V = value
+        return stored
 
     def set_many(self, items: Mapping[str, V]) -> None:
-        """Store every item, in one transaction when there are several."""
-        disk = self._open()
-        if disk is None or not items:
-            return
-        try:
-            if len(items) == 1:
-                disk.set(*next(iter(items.items())))
-                return
-            with disk.transact():
-                for key, value in items.items():
-                    disk.set(key, value)
-        except Exception as exc:
-            raise CacheError(f"cannot write the {self._what} at {self.directory}: {exc}") from exc
+        """Store every item, in one transaction."""
+        if self._rows is not None and items:
+            self._rows.set_many(items)
 
     def close(self) -> None:
         """Close the folder if it is open (the next access reopens it); safe twice."""
-        if self._disk is not None:
-            disk, self._disk = self._disk, None
-            disk.close()
+        if self._rows is not None:
+            self._rows.close()

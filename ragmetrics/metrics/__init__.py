@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.metrics.aliases import METRIC_ALIASES, canonical_metric_name, did_you_mean
 from ragmetrics.metrics.base import JudgedMetric, Metric, Needs
 from ragmetrics.metrics.claims.answer_correctness import AnswerCorrectnessMetric
 from ragmetrics.metrics.claims.context_precision import ContextPrecisionMetric
@@ -42,6 +43,7 @@ __all__ = [
     "Found",
     "Evaluator",
     "JudgedMetric",
+    "METRIC_ALIASES",
     "Metric",
     "Needs",
     "metric_from_name",
@@ -77,30 +79,48 @@ def metric_from_name(
 
     Args:
         name: One of :data:`BY_NAME` (``faithfulness``, ``relevancy``, ``groundedness``, ``rouge``...),
-            or an import path ``package.module:attr`` naming a metric object, a function of a Sample,
-            or a metric class (a claim metric class gets ``llm``, ``threshold``, ``cache`` and the
-            options; another class is called with no arguments).
+            ``cosine_similarity`` (with ``embeddings=``, default ``local``), another tool's name for one
+            of them (:data:`METRIC_ALIASES`: ``answer_relevancy``, ``contextual_recall``...; the metric
+            keeps our name), or an import path ``package.module:attr`` naming a metric object, a
+            function of a Sample, or a metric class (a claim metric class gets ``llm``, ``threshold``,
+            ``cache`` and the options; another class is called with no arguments).
         llm: The judge of the RAG metrics (a spec, a ``Judge`` or a client); None: from the environment.
         threshold: The pass mark (RAG metrics and graded evaluators; None: the metric's default).
-        cache: Whether the RAG metrics use the judge cache.
-        options: More judge options of the RAG metrics (``max_concurrency``, ``timeout_s``...).
+        cache: Whether the RAG metrics (and ``cosine_similarity``'s embedder) use the disk cache.
+        options: More judge options of the RAG metrics (``api_key``, ``base_url``, ``max_concurrency``,
+            ``timeout_s``...); ``embeddings`` goes to ``cosine_similarity`` only. Metrics that take no
+            judge ignore them.
 
     Raises:
-        ConfigError: The name is unknown (or needs options only a metric object can take), or the import
-            path does not name an importable attribute.
+        ConfigError: The name is unknown (naming the closest one), or needs options only a metric
+            object can take, or the import path does not name an importable attribute.
     """
     if ":" in name:
+        options.pop("embeddings", None)
         return _metric_from_path(name, llm=llm, threshold=threshold, cache=cache, **options)
+    name = canonical_metric_name(name)
+    embeddings = options.pop("embeddings", None)
     if name in RAG_METRICS:
         judge = {} if llm is None else {"llm": llm}
         return RAG_METRICS[name](threshold=threshold, cache=cache, **judge, **options)
+    if name == "cosine_similarity":
+        from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD
+        from ragmetrics.metrics.evaluators.embedding import EmbeddingDistanceEvaluator
+
+        return EmbeddingDistanceEvaluator(
+            embeddings="local" if embeddings is None else embeddings,
+            threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+            cache=cache,
+        )
     if name in BY_NAME:
         cls = EVALUATOR_TYPES[name]
         graded = "threshold" in inspect.signature(cls).parameters  # others keep their own pass mark
         return cls(threshold=threshold) if graded else cls()
     raise ConfigError(
-        f"unknown metric {shorten(name, 80)!r}; choose from {', '.join(BY_NAME)} "
-        "(other evaluators need options: pass a metric object, or use a suite file)"
+        f"unknown metric {shorten(name, 80)!r}{did_you_mean(name, [*BY_NAME, 'cosine_similarity'])}; "
+        f"choose from {', '.join(BY_NAME)}, cosine_similarity (with embeddings=), or another tool's name "
+        f"for one of them ({', '.join(METRIC_ALIASES)}); other evaluators need options: pass a metric "
+        "object, or use a suite file"
     )
 
 

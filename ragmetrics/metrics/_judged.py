@@ -44,12 +44,20 @@ class JudgeHolder:
                 raise ConfigError(f"{owner}: {name} must be a string, got {type(access[name]).__name__}")
         if llm is not None and not isinstance(llm, (str, Judge)):
             from ragmetrics.judge.providers.clients import client_provider
+            from ragmetrics.judge.providers.frameworks import framework_kind
 
-            if client_provider(llm, owner=owner) is None:
+            framework = framework_kind(llm) is not None
+            if not framework and client_provider(llm, owner=owner) is None:
                 raise ConfigError(
-                    f"{owner}: llm must be a judge spec string, a Judge, or an async openai / anthropic "
+                    f"{owner}: llm must be a judge spec string, a Judge, an async openai / anthropic "
                     f"client (AsyncOpenAI, AsyncAzureOpenAI, AsyncAnthropic, AsyncAnthropicBedrock, "
-                    f"AsyncAnthropicVertex), got {type(llm).__name__}"
+                    f"AsyncAnthropicVertex), a LangChain chat model or a LlamaIndex LLM, "
+                    f"got {type(llm).__name__}"
+                )
+            if framework and access:
+                raise ConfigError(
+                    f"{owner}: a {type(llm).__name__} carries its own key, URL and model; "
+                    f"{', '.join(sorted(access))} cannot be applied to it (set them when creating it)"
                 )
             if "api_key" in access or "base_url" in access:
                 raise ConfigError(

@@ -17,7 +17,51 @@ from ragmetrics.pipeline._run_state import RunState
 from ragmetrics.pipeline.dataset import Row
 from ragmetrics.pipeline.report import EvaluationResult
 
-__all__ = ["within_budget"]
+__all__ = ["capped", "check_priced", "within_budget"]
+
+
+def check_priced(judges: Any, budget: float, max_calls: int | None = None) -> None:
+    """Refuse a budget that could not hold: a judge whose model the price table does not name.
+
+    Such calls would cost 0.0 in our accounting, so ``max_cost_usd`` would let every call through
+    (the gateway form ``openai:anthropic/claude-haiku-4-5@URL`` and local servers included). The
+    offline judge is free; Judge objects without a price table are not checked. A call cap
+    (``max_calls``) is the other consent: the run then holds to that many calls.
+
+    Raises:
+        ConfigError: A judge's model has no price; the message says how to give one.
+    """
+    from ragmetrics.errors import ConfigError
+
+    if max_calls is not None:
+        return
+    for judge in judges:
+        inner = getattr(judge, "inner", judge)
+        info, prices = getattr(inner, "info", None), getattr(inner, "prices", None)
+        if info is None or prices is None or info.provider == "offline":
+            continue
+        models = prices.get(info.provider, {})
+        if not any(info.model.startswith(name) for name in models):
+            raise ConfigError(
+                f"max_cost_usd=${budget:g}: the price table has no price for judge '{info.spec}', so its "
+                f"calls would count $0 and the budget would not hold; give its price (--price-per-mtok "
+                f'IN,OUT, the judge option prices=, or a JSON file {{"{info.provider}": {{"{info.model}": '
+                "[USD_PER_MTOK_IN, USD_PER_MTOK_OUT]}} named by RAGMETRICS_PRICES), or cap the calls "
+                "instead (--max-calls N, max_calls=N), or drop max_cost_usd"
+            )
+
+
+async def capped(executor: SampleExecutor, row: Row, cap: Any) -> tuple[EvaluationResult, Any]:
+    """The ``skipped`` record of a row launched after the run's ``max_calls`` were all sent."""
+    try:
+        sample = executor.sample(row)
+    except InvalidInputError:
+        return await executor.evaluate_row(row)  # its invalid_input record; it calls nothing
+    exc = BudgetExceededError(
+        f"skipped: the call cap max_calls={cap.max_calls} is reached ({cap.sent} calls sent); "
+        "nothing was called"
+    )
+    return executor.failed_record(row, sample, [failure_record(exc, row=row.index)], 0.0), None
 
 
 async def within_budget(

@@ -32,15 +32,42 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _summary(report: Any) -> str:
+def _spread(scores: Sequence[float]) -> str:
+    """The score distribution: min, quartiles and max (nearest rank), for a metric with no pass mark."""
+    if not scores:
+        return "-"
+    ordered = sorted(scores)
+    at = [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in (0.25, 0.5, 0.75)]
+    parts = zip(("min", "p25", "median", "p75", "max"), (ordered[0], *at, ordered[-1]), strict=True)
+    return " · ".join(f"{name} {value:.2f}" for name, value in parts)
+
+
+def _summary(report: Any, records: Sequence[Any]) -> str:
     rows = []
     for agg in report.aggregates.values():
         ci = f"[{_fmt(agg.ci_low)}, {_fmt(agg.ci_high)}]" if agg.ci_low is not None else "-"
-        rate = f"{agg.pass_rate:.0%}" if agg.pass_rate is not None else "-"
+        rate = f"{agg.pass_rate:.0%}" if agg.pass_rate is not None else "no threshold"
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(agg.statuses.items()) if k != "ok") or "all ok"
         scored = f"{agg.count}/{agg.total}"
-        rows.append([escape(agg.name), _fmt(agg.mean), ci, rate, scored, escape(statuses)])
-    return _table(["metric", "mean", "95% CI", "pass rate", "scored", "statuses"], rows)
+        spread = _spread([v for r in records if (v := r.scores.get(agg.name)) is not None])
+        rows.append([escape(agg.name), _fmt(agg.mean), ci, rate, spread, scored, escape(statuses)])
+    table = _table(["metric", "mean", "95% CI", "pass rate", "scores", "scored", "statuses"], rows)
+    if any(agg.pass_rate is None for agg in report.aggregates.values()):
+        table += (
+            "<p><small>A pass rate needs a pass mark: give the metric <code>threshold=</code> "
+            "(the CLI's <code>--threshold</code>); the scores column shows how the scores spread.</small></p>"
+        )
+    return table
+
+
+def _doubts(record: Any) -> list[str]:
+    """The claims no metric found supported, each once, naming the metrics and their verdicts."""
+    flagged: dict[str, list[str]] = {}
+    for metric, result in record.results.items():
+        for c in result.claims:
+            if c.verdict in ("contradicted", "not_found"):
+                flagged.setdefault(c.text, []).append(f"{escape(metric)} {escape(str(c.verdict))}")
+    return [f"{_cut(text)} <small>({', '.join(by)})</small>" for text, by in flagged.items()]
 
 
 def _worst(records: Sequence[Any], metrics: Sequence[str]) -> str:
@@ -48,12 +75,7 @@ def _worst(records: Sequence[Any], metrics: Sequence[str]) -> str:
     rows = []
     for r in scored[:WORST]:
         question = (r.sample.question or "") if r.sample is not None else ""
-        doubts = [
-            f"{escape(str(c.verdict))}: {_cut(c.text)}"
-            for result in r.results.values()
-            for c in result.claims
-            if c.verdict in ("contradicted", "not_found")
-        ]
+        doubts = _doubts(r)
         rows.append(
             [
                 escape(r.id),
@@ -82,9 +104,11 @@ def results_html(report: Any, records: Sequence[Any]) -> str:
             f"{_cut(first.errors[0].status + ': ' + first.errors[0].message)}</p>"
         )
     metrics = list(report.aggregates)
+    # a run that called nothing and hit nothing (the offline judge) has no cache to speak of
+    cache = f", cache hits {stats.cache.hits}" if usage.calls or stats.cache.hits else ""
     return (
         '<div class="ragmetrics-results">'
         f"<p><b>ragmetrics</b>: {len(records)} samples, {usage.calls} calls, "
-        f"${usage.cost_usd:.4f}, cache hits {stats.cache.hits}, {stats.wall_time_s:.1f} s</p>"
-        f"{_summary(report)}{_worst(records, metrics)}{note}</div>"
+        f"${usage.cost_usd:.4f}{cache}, {stats.wall_time_s:.1f} s</p>"
+        f"{_summary(report, records)}{_worst(records, metrics)}{note}</div>"
     )

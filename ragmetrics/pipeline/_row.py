@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragmetrics._check import MAX_NESTING, check_nesting, nesting_depth
 from ragmetrics.errors import InvalidInputError
 from ragmetrics.sample import Sample, check_sample_text
 
-__all__ = ["Row", "plain_value", "provenance", "to_sample"]
+__all__ = ["Row", "plain_value", "provenance", "reference_problem", "to_sample"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,17 +36,24 @@ class Row:
     """The row as it came in, by its own column names (kept on the record for the exports)."""
 
 
-def plain_value(value: Any) -> Any:
-    """numpy/pandas scalars and arrays to plain Python; NaN (pandas' missing value) to None."""
-    if value is None or isinstance(value, (str, bool, int)):
+_TOO_DEEP = f"(dropped: nested more than {MAX_NESTING} levels deep)"
+"""What a record keeps of a source value nested past ``MAX_NESTING`` (the exports could not write it)."""
+
+
+def plain_value(value: Any, _depth: int = 0) -> Any:
+    """numpy/pandas scalars and arrays to plain Python; NaN (pandas' missing value) to None.
+
+    Past ``MAX_NESTING`` levels the value is left as it is (no deeper recursion): the row is refused.
+    """
+    if value is None or isinstance(value, (str, bool, int)) or _depth > MAX_NESTING:
         return value
     if isinstance(value, float):
         return None if math.isnan(value) else value
     tolist = getattr(value, "tolist", None)
     if callable(tolist) and not isinstance(value, (list, tuple, dict)):
-        return plain_value(tolist())
+        return plain_value(tolist(), _depth)
     if isinstance(value, (list, tuple)):
-        return [plain_value(v) for v in value]
+        return [plain_value(v, _depth + 1) for v in value]
     return value
 
 
@@ -58,8 +66,9 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
             answer against the contexts); an explicit empty list is allowed.
 
     Raises:
-        InvalidInputError: The row is unreadable, lacks its answer, or a field has the wrong type;
-            the message names the row and the field (and the column it was read from).
+        InvalidInputError: The row is unreadable, lacks its answer, a field has the wrong type, or a
+            value nests deeper than ``MAX_NESTING`` levels; the message names the row and the field
+            (and the column it was read from).
     """
     values = row.values
     if values is None:
@@ -71,6 +80,12 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
     if isinstance(values, Sample):
         return check_sample_text(values, row.index)
     used = row.columns or {}
+    for field, value in values.items():  # first: a deep value breaks repr() in the messages below
+        check_nesting(value, used.get(field, field), row=row.index)
+    taken = set(used.values())
+    for column, value in (row.source or {}).items():
+        if str(column) not in taken:
+            check_nesting(value, str(column), row=row.index)
 
     if "answer" not in values:
         keys = ", ".join(sorted(values)) or "none"
@@ -95,7 +110,7 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
             question=values.get("question"),
             answer=values.get("answer"),
             contexts=values.get("contexts"),
-            reference=values.get("reference"),
+            reference=_reference(values, row.index, used)[0],
             id=values.get("id"),
             meta=_meta(values.get("meta"), used.get("meta", "meta")),
             row=row.index,
@@ -106,6 +121,37 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
         if column != base:
             exc.args = (f"{exc.args[0]} (read from column '{column}')",)
         raise
+
+
+def _reference(
+    values: Mapping[str, Any], index: int, used: Mapping[str, str]
+) -> tuple[str | None, InvalidInputError | None]:
+    """A row's reference as the sample holds it, and why it was dropped (None when it was not).
+
+    A list of strings (RAGAS 0.1's ``ground_truths``) is one reference: its non-empty items joined
+    with newlines (an empty list is no reference). Any other value that is not a string is dropped, and
+    the error is kept for the metrics that need a reference: they alone fail on this row.
+    """
+    value = plain_value(values.get("reference"))
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        value = "\n".join(v for v in value if v.strip()) or None
+    try:
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError("reference", "a string or a list of strings", value, row=index)
+        reference = Sample.from_fields(answer="", reference=value, row=index).reference
+    except InvalidInputError as exc:
+        column = used.get("reference", "reference")
+        where = f"read from column '{column}'; " if column != "reference" else ""
+        exc.args = (f"{exc.args[0]} ({where}only the metrics that need a reference fail on this row)",)
+        return None, exc
+    return reference, None
+
+
+def reference_problem(row: Row) -> InvalidInputError | None:
+    """Why the row's reference was dropped (not a string, nor a list of strings), or None."""
+    if not isinstance(row.values, Mapping) or row.values.get("reference") is None:
+        return None
+    return _reference(row.values, row.index, row.columns or {})[1]
 
 
 def _meta(value: Any, column: str) -> Any:
@@ -148,5 +194,6 @@ def provenance(row: Row, sample: Sample | None) -> tuple[dict[str, str | None], 
         field = fields.get(key)
         columns[key] = field
         if field is None or sample is None or _field_value(sample, field) != values.get(field):
-            extra[key] = plain_value(raw) if field is None else values.get(field)
+            value = plain_value(raw) if field is None else values.get(field)
+            extra[key] = _TOO_DEEP if nesting_depth(value) > MAX_NESTING else value
     return columns, extra

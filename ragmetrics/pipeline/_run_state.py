@@ -109,5 +109,6 @@ class RunState:
             failed=self.builder.failed,
             cache_hits=counts.hits,
             cache_requests=counts.lookups,
+            calls=self.builder.usage.calls,
             cost_usd=self.builder.usage.cost_usd,
         )

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import math
 import time
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmetrics.errors import BatchPendingError, ConfigError
 from ragmetrics.judge.cache import CachingJudge
-from ragmetrics.judge.providers.batch_api import BatchAPI, batch_api_for
+from ragmetrics.judge.providers.batch_api import BatchAPI, Intent, batch_api_for
 from ragmetrics.judge.providers.batch_judge import BatchLedger, DeferringJudge, ledger_folder
 from ragmetrics.pipeline._metric_call import share_judges
 
@@ -64,7 +65,16 @@ class BatchedPipeline(Protocol):
         ...
 
 
-__all__ = ["BatchOptions", "batch_options", "evaluate_in_batches"]
+__all__ = [
+    "BatchOptions",
+    "Lane",
+    "batch_options",
+    "collect_batches",
+    "evaluate_in_batches",
+    "open_lane",
+    "refuse_unfinished",
+    "submit_deferred",
+]
 
 log = logging.getLogger("ragmetrics.batch")
 
@@ -141,7 +151,7 @@ def batch_options(value: Any) -> BatchOptions | None:
 
 
 @dataclass(slots=True)
-class _Lane:
+class Lane:
     """One provider judge in a batch run: its deferring judge, batch API and ledger."""
 
     real: CachingJudge
@@ -150,16 +160,48 @@ class _Lane:
     ledger: BatchLedger
 
 
-def _lanes(pipeline: BatchedPipeline, options: BatchOptions) -> list[_Lane]:
-    lanes = []
-    for real in share_judges(pipeline.metrics):
-        api = batch_api_for(real.inner)  # ConfigError for the offline judge and the unsupported
-        inner = api.judge
-        ledger = BatchLedger(ledger_folder(options.folder(), inner))
-        deferring = DeferringJudge(inner, real, ledger, resubmits=options.resubmits)
+def open_lane(real: CachingJudge, options: BatchOptions) -> Lane:
+    """The batch lane of one caching provider judge (also used by test-set generation).
+
+    Raises:
+        ConfigError: The judge has no batch API (the offline judge, an unsupported provider).
+    """
+    api = batch_api_for(real.inner)  # ConfigError for the offline judge and the unsupported
+    inner = api.judge
+    ledger = BatchLedger(ledger_folder(options.folder(), inner))
+    deferring = DeferringJudge(inner, real, ledger, resubmits=options.resubmits)
+    try:
         for record in ledger.open_batches():
             deferring.in_flight.update(ledger.custom_ids(record["id"]))
-        lanes.append(_Lane(real, deferring, api, ledger))
+    except BaseException:
+        ledger.close()  # a damaged ledger: its file is not left open for the garbage collector
+        raise
+    return Lane(real, deferring, api, ledger)
+
+
+def refuse_unfinished(lanes: list[Lane], options: BatchOptions) -> None:
+    """ConfigError if a lane has unfinished batches (or creates) of an earlier run and ``resume`` is off."""
+    for lane in lanes:
+        pending = [b["id"] for b in lane.ledger.open_batches()]
+        pending += [f"a batch being created ({i['requests']} requests)" for i in lane.ledger.intents()]
+        if pending and not options.resume:
+            ids = ", ".join(pending[:5])
+            raise ConfigError(
+                f"batch mode: {len(pending)} unfinished batch(es) of an earlier run are in "
+                f"{lane.ledger.directory} ({ids}); pass resume=True (--resume) to collect them, "
+                "or delete that folder to start over (its batches are then paid for and lost)"
+            )
+
+
+def _lanes(pipeline: BatchedPipeline, options: BatchOptions) -> list[Lane]:
+    lanes: list[Lane] = []
+    try:
+        for real in share_judges(pipeline.metrics):
+            lanes.append(open_lane(real, options))
+    except BaseException:
+        for lane in lanes:
+            lane.ledger.close()  # no SDK client is built before the first request
+        raise
     if not lanes:
         raise ConfigError(
             "batch mode: none of the metrics calls an LLM judge, so there is nothing to batch; "
@@ -192,16 +234,8 @@ async def evaluate_in_batches(
     started = time.monotonic()
     quiet = pipeline.round_twin(quiet=True)
     try:
-        for lane in lanes:
-            pending = lane.ledger.open_batches()
-            if pending and not options.resume:
-                ids = ", ".join(b["id"] for b in pending[:5])
-                raise ConfigError(
-                    f"batch mode: {len(pending)} unfinished batch(es) of an earlier run are in "
-                    f"{lane.ledger.directory} ({ids}); pass resume=True (--resume) to collect them, "
-                    "or delete that folder to start over (its batches are then paid for and lost)"
-                )
-        await _collect(lanes, options, started)
+        refuse_unfinished(lanes, options)
+        await collect_batches(lanes, options, started)
         for number in range(1, options.max_rounds + 1):
             by_real = {id(lane.real): CachingJudge(lane.deferring, None) for lane in lanes}
             for lane in lanes:
@@ -213,11 +247,11 @@ async def evaluate_in_batches(
                 _swap(pipeline, {id(j): lane.real for j, lane in zip(by_real.values(), lanes, strict=True)})
             submitted = 0
             for lane in lanes:
-                submitted += await _submit(lane, options)
+                submitted += await submit_deferred(lane, options)
             log.info("batch round %d: %d requests submitted", number, submitted)
             if not submitted:
                 break
-            await _collect(lanes, options, started)
+            await collect_batches(lanes, options, started)
         if pipeline.callbacks or pipeline.raise_on_error or pipeline.progress:
             # the user's own settings (events, progress, raise on error), on answers all at hand now
             by_real = {id(lane.real): CachingJudge(lane.deferring, None) for lane in lanes}
@@ -228,12 +262,20 @@ async def evaluate_in_batches(
                 _swap(pipeline, {id(j): lane.real for j, lane in zip(by_real.values(), lanes, strict=True)})
         for lane in lanes:
             lane.ledger.forget(list(lane.deferring.conversations()))
-        return results
+        # the run's time is from its start (the first submission follows at once), not the final pass's
+        return _timed_from(results, started)
     finally:
         for lane in lanes:
             await lane.api.aclose()
             await lane.real.aclose()
             lane.ledger.close()
+
+
+def _timed_from(results: EvaluationResults, started: float) -> EvaluationResults:
+    """``results`` with the wall time of the whole batch run (rounds, polls and the final pass)."""
+    results.stats = results.stats.model_copy(update={"wall_time_s": time.monotonic() - started})
+    results._report = None  # summary() is built from the stats on first use
+    return results
 
 
 def _tell(options: BatchOptions, message: str) -> None:
@@ -242,20 +284,68 @@ def _tell(options: BatchOptions, message: str) -> None:
         options.notify(message)
 
 
-async def _submit(lane: _Lane, options: BatchOptions) -> int:
-    """Send the lane's deferred requests as provider batches; returns how many were sent."""
+def _intent(lane: Lane, record: Mapping[str, Any]) -> Intent:
+    known = frozenset(b["id"] for b in lane.ledger.batches())
+    return Intent(id=record["id"], started_at=record["started_at"], requests=record["requests"], known=known)
+
+
+async def _resolve_intents(lane: Lane, options: BatchOptions) -> None:
+    """Look up the batches an earlier run was creating when it stopped (its create reply lost, or killed).
+
+    A batch found is taken on as if its create had answered; an intent with no batch is dropped, and
+    its requests are deferred again. Nothing is created before this lookup.
+    """
+    for record in lane.ledger.intents():
+        intent = _intent(lane, record)
+        found = await lane.api.find(intent)
+        if found is None:
+            lane.ledger.drop_intent(intent.id)
+            _tell(
+                options,
+                f"no batch was created for {intent.requests} requests of an earlier run: sending them again",
+            )
+            continue
+        custom_ids = [str(c) for c in record.get("custom_ids", [])]
+        if found not in intent.known:
+            lane.ledger.add_batch(
+                found, lane.real.info.provider, lane.real.info.spec, custom_ids, intent=intent.id
+            )
+            lane.deferring.in_flight.update(custom_ids)
+        else:
+            lane.ledger.drop_intent(intent.id)
+        _tell(options, f"found batch {found} ({intent.requests} requests), created by an earlier run")
+
+
+async def submit_deferred(lane: Lane, options: BatchOptions) -> int:
+    """Send the lane's deferred requests as provider batches; returns how many were sent.
+
+    Each batch's intent is in the ledger before its create is sent, so a run stopped in between (or a
+    lost reply) is looked up by the next run rather than created twice.
+    """
     items = lane.deferring.take_outbox()
     for start in range(0, len(items), options.max_requests):
         chunk = items[start : start + options.max_requests]
-        batch_id = await lane.api.submit(chunk)
         custom_ids = [c for c, _ in chunk]
-        lane.ledger.add_batch(batch_id, lane.real.info.provider, lane.real.info.spec, custom_ids)
+        record = lane.ledger.add_intent(custom_ids)
+        batch_id = await lane.api.submit(
+            chunk, _intent(lane, record), functools.partial(lane.ledger.drop_intent, record["id"])
+        )
+        lane.ledger.add_batch(
+            batch_id, lane.real.info.provider, lane.real.info.spec, custom_ids, intent=record["id"]
+        )
         lane.deferring.in_flight.update(custom_ids)
         _tell(options, f"submitted batch {batch_id} ({len(chunk)} requests) to {lane.real.info.spec}")
     return len(items)
 
 
-async def _collect(lanes: list[_Lane], options: BatchOptions, started: float) -> None:
+async def collect_batches(lanes: list[Lane], options: BatchOptions, started: float) -> None:
+    """Look up the batches an earlier run was creating, then wait for every open batch; file the results."""
+    for lane in lanes:
+        await _resolve_intents(lane, options)
+    await _wait(lanes, options, started)
+
+
+async def _wait(lanes: list[Lane], options: BatchOptions, started: float) -> None:
     """Wait for every open batch to end and file its results; BatchPendingError past ``max_wait_s``."""
     while True:
         waiting: list[str] = []

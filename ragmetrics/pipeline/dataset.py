@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
 from ragmetrics.pipeline._file_rows import (
     Line,
     TextEncoding,
@@ -66,6 +66,29 @@ the ideal context, gives way to its ``retrieval_context`` and is then kept as an
 _MISSING = object()
 
 
+def _read_parquet(path: Path) -> Any:
+    """A Parquet file as a pandas DataFrame (pyarrow gives numpy arrays for lists: made plain per row).
+
+    Raises:
+        ConfigError: The file is missing or is not Parquet.
+        MissingDependencyError: pandas or pyarrow is not installed.
+    """
+    if not path.is_file():
+        raise ConfigError(f"dataset file {path} does not exist (or is not a file)")
+    try:
+        import pandas as pd
+    except ImportError:
+        raise MissingDependencyError("pandas", "pandas", f"reading {path.name} (Parquet)") from None
+    try:
+        import pyarrow  # noqa: F401 - the engine pandas needs; imported here for a clear message
+    except ImportError:
+        raise MissingDependencyError("pyarrow", "pandas", f"reading {path.name} (Parquet)") from None
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"dataset file {path}: cannot read it as Parquet: {exc}") from exc
+
+
 class AmbiguousColumns(ValueError):
     """Two columns could both be one sample field."""
 
@@ -99,8 +122,9 @@ class Dataset:
 
     Args:
         data: A list (or any iterable) of dicts or :class:`~ragmetrics.sample.Sample`; a path to a
-            ``.jsonl``/``.ndjson``, ``.json`` (a list of objects) or ``.csv`` file; a pandas
-            DataFrame; or a Hugging Face ``datasets.Dataset``.
+            ``.jsonl``/``.ndjson``, ``.json`` (a list of objects), ``.csv`` or ``.parquet`` file (Parquet
+            is read with pandas and pyarrow, the ``pandas`` extra); a pandas DataFrame; or a Hugging
+            Face ``datasets.Dataset``.
         columns: Sample field -> column name, for the fields whose column is named differently.
         required: Fields every row must carry (checked as columns for tabular sources).
         encoding: A file's text encoding (a Python codec name such as ``"cp1252"``); default UTF-8.
@@ -127,6 +151,10 @@ class Dataset:
                 f"columns: unknown sample field(s) {unknown}; map any of {list(FIELDS)} "
                 "to your column names, e.g. columns={'answer': 'response'}"
             )
+        if isinstance(data, (str, Path)) and Path(data).suffix.lower() == ".parquet":
+            if encoding is not None:
+                raise ConfigError(f"dataset file {data}: encoding= applies to text files, not to Parquet")
+            data = _read_parquet(Path(data))
         self.data = data
         self.required = tuple(required)
         self._explicit = columns
@@ -157,7 +185,7 @@ class Dataset:
             if suffix == ".csv":
                 return "csv"
             raise ConfigError(
-                f"dataset file {path}: unsupported type '{suffix}'; use .jsonl, .json or .csv "
+                f"dataset file {path}: unsupported type '{suffix}'; use .jsonl, .json, .csv or .parquet "
                 "(or load it into a pandas DataFrame)"
             )
         if hasattr(data, "itertuples") and hasattr(data, "columns"):
@@ -356,7 +384,7 @@ class Dataset:
             if column is not None and isinstance(values.get(column), str) and values[column]:
                 try:
                     values[column] = json.loads(values[column])
-                except ValueError:
+                except (ValueError, RecursionError):  # kept as text
                     pass
             yield self._mapped(i, values)
 
@@ -371,7 +399,7 @@ def _csv_contexts(cell: str | None) -> Any:
     if text.startswith("["):
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return [cell]
         return value
     return [cell]

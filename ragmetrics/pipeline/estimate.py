@@ -100,6 +100,8 @@ class Estimate(BaseModel):
     """Predicted cost in USD of the same run in batch mode (the providers' batch prices)."""
     judges: dict[str, JudgeEstimate] = Field(default_factory=dict)
     """Per judge spec."""
+    canary_calls: int = 0
+    """Of ``calls``: the known-answer probes put to each judge first (0 when cached or ``canaries=False``)."""
     notes: list[str] = Field(default_factory=list)
     """Assumptions worth knowing (unpriced models, metrics not estimated)."""
 
@@ -294,6 +296,7 @@ def estimate(
     columns: Mapping[str, str] | None = None,
     repeats: int = 1,
     check_cache: bool = True,
+    canaries: bool = True,
 ) -> Estimate:
     """Predict calls, tokens and cost of running ``metrics`` over a dataset, without calling anything.
 
@@ -310,6 +313,9 @@ def estimate(
         columns: Field -> column name mapping.
         repeats: Runs per metric.
         check_cache: Count requests already in the judge cache as free.
+        canaries: Count the known-answer probes the run puts to each judge first
+            (:mod:`ragmetrics.pipeline.canaries`; ``Estimate.canary_calls``); False, as a run with
+            ``canaries=False``, leaves them out.
 
     Raises:
         ConfigError: Bad dataset or columns.
@@ -338,6 +344,8 @@ def estimate(
             acc.completion += cost.completion
             acc.cost += cost.cost
             acc.batch_cost += cost.batch_cost
+    if canaries and result.samples:  # a run puts them before its first valid row: none, no canaries
+        result.canary_calls = _canary_costs(estimator, per)
     judges = {j.info.spec: j for j in estimator.judges()}
     for spec, acc in per.items():
         priced = _priced(judges[spec])
@@ -353,8 +361,9 @@ def estimate(
         )
         if not priced:
             result.notes.append(
-                f"{spec} is not in the price table: its cost is counted as $0 "
-                "(pass prices= to the metric to price it)"
+                f"{spec} is not in the price table: its cost is counted as $0, and a run with "
+                "max_cost_usd / --max-cost refuses to start (price it with --price-per-mtok IN,OUT, prices= "
+                "on the metric or a RAGMETRICS_PRICES file)"
             )
     result.calls = sum(j.calls for j in result.judges.values())
     result.cached_calls = sum(j.cached_calls for j in result.judges.values())
@@ -366,8 +375,30 @@ def estimate(
         result.notes.append(
             f"not estimated (no estimate for their judge calls): {', '.join(estimator.unestimated)}"
         )
+    if result.canary_calls:
+        result.notes.append(
+            f"{result.canary_calls} of the calls are the canaries (known-answer probes, once per run and "
+            "judge; --no-canaries leaves them out)"
+        )
     if result.invalid_rows:
         result.notes.append(f"{result.invalid_rows} invalid rows would fail validation and cost nothing")
     for judge in estimator.judges():
         judge.close_disk()
     return result
+
+
+def _canary_costs(estimator: SampleEstimator, per: dict[str, _Cost]) -> int:
+    """Add the canary sample's requests, once per judge, to ``per``; return their calls."""
+    from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
+    from ragmetrics.pipeline.canaries import canary_sample
+
+    sample = canary_sample()
+    calls = 0
+    for group in estimator.groups:
+        metric = FaithfulnessMetric(llm="offline", cache=False)
+        metric.use_judge(group.judge)
+        acc = per.setdefault(group.judge.info.spec, _Cost())
+        before = acc.calls
+        estimator._sample(_Group(group.judge, [metric]), sample, 0, acc, set())
+        calls += acc.calls - before
+    return calls

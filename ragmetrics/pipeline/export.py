@@ -35,6 +35,8 @@ CLAIM_COLUMNS = (
     "context_index",
     "evidence",
     "quote_found",
+    "judge_verdict",
+    "span_found",
     "reason",
 )
 """The columns of ``level="claims"``: the sample, the metric, the claim, its verdict and evidence."""
@@ -111,8 +113,7 @@ def flat_row(
     for name in names:
         row[name] = record.scores.get(name)
         row[f"{name}_status"] = record.status_of(name)
-        result = record.results.get(name)
-        row[f"{name}_reason"] = result.reasoning if result is not None else None
+        row[f"{name}_reason"] = _reason(record, name)
         spread = record.spread.get(name)
         if spread is not None:
             row[f"{name}_std"] = spread.std
@@ -128,6 +129,20 @@ def flat_row(
     row["latency_ms"] = record.latency_ms
     row["errors"] = "; ".join(f"{e.metric or 'row'}: {e.status}: {e.message}" for e in record.errors) or None
     return row
+
+
+def _reason(record: EvaluationResult, name: str) -> str | None:
+    """The metric's reasoning; for a metric without a score, why.
+
+    That is its message, or the error record's: the metric's own, else the row's when the whole row
+    was refused.
+    """
+    result = record.results.get(name)
+    if result is not None and (result.reasoning or result.score is not None):
+        return result.reasoning
+    if result is not None and result.message:
+        return result.message
+    return next((e.message for e in record.errors if e.metric in (name, None)), None)
 
 
 def dump_json(model: BaseModel, *, indent: int | None = None, **options: Any) -> str:
@@ -179,7 +194,7 @@ def read_jsonl(path: str | Path) -> Iterator[EvaluationResult]:
 def write_csv(
     records: Iterable[EvaluationResult], path: str | Path, *, metrics: Sequence[str] | None = None
 ) -> Path:
-    """Write records as CSV, one flat row each (see :func:`flat_row`)."""
+    """Write records as CSV, one flat row each (see :func:`flat_row`); text cells pass :func:`csv_cell`."""
     out = Path(path)
     items = list(records)
     names = list(metrics) if metrics is not None else _metric_names(items)
@@ -190,10 +205,24 @@ def write_csv(
             fields.setdefault(key, None)
     with out.open("w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(fields) or ["index", "id"])
-        writer.writeheader()
+        writer.writerow({k: csv_cell(k) for k in writer.fieldnames})
         for row in rows:
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+            writer.writerow({k: ("" if v is None else csv_cell(v)) for k, v in row.items()})
     return out
+
+
+CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""First characters a spreadsheet reads as a formula (OWASP's CSV injection list)."""
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell that no spreadsheet runs: text starting with ``= + - @``, tab or CR gets a leading ``'``.
+
+    Numbers are left as they are (``-0.5`` is a number, not a formula).
+    """
+    if isinstance(value, str) and value.startswith(CSV_FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def claim_rows(record: EvaluationResult) -> Iterator[dict[str, Any]]:
@@ -210,6 +239,8 @@ def claim_rows(record: EvaluationResult) -> Iterator[dict[str, Any]]:
                 "context_index": claim.context_index,
                 "evidence": claim.evidence,
                 "quote_found": claim.evidence_verified,
+                "judge_verdict": claim.judge_verdict,
+                "span_found": claim.span_found,
                 "reason": claim.reason,
             }
 

@@ -16,6 +16,8 @@ import sys
 import time
 from typing import Literal, TextIO
 
+from ragmetrics._aio import in_notebook
+
 __all__ = ["ProgressBar"]
 
 
@@ -26,14 +28,6 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def _in_notebook() -> bool:
-    """Whether this process is a Jupyter kernel (IPython's ZMQ shell), without importing IPython."""
-    ipython = sys.modules.get("IPython")
-    get = getattr(ipython, "get_ipython", None)
-    shell = get() if callable(get) else None
-    return shell is not None and hasattr(shell, "kernel")
-
-
 def _style(stream: TextIO) -> Literal["terminal", "notebook", "lines"]:
     isatty = getattr(stream, "isatty", None)
     try:
@@ -41,7 +35,7 @@ def _style(stream: TextIO) -> Literal["terminal", "notebook", "lines"]:
             return "terminal"
     except (OSError, ValueError):  # a closed stream
         return "lines"
-    if stream in (sys.stderr, sys.__stderr__) and _in_notebook():
+    if stream in (sys.stderr, sys.__stderr__) and in_notebook():
         return "notebook"
     return "lines"
 
@@ -86,7 +80,10 @@ class ProgressBar:
         self.failed = 0
         self.cache_hits = 0
         self.cache_requests = 0
+        self.calls = 0
         self.cost_usd = 0.0
+        self._first: tuple[float, int] | None = None
+        """When the first rows finished, and how many: the ETA's rate leaves out the start-up before it."""
 
     def update(
         self,
@@ -96,14 +93,22 @@ class ProgressBar:
         cache_hits: int = 0,
         cache_requests: int = 0,
         cost_usd: float = 0.0,
+        calls: int = 0,
         force: bool = False,
+        now: float | None = None,
     ) -> None:
-        """Record progress and redraw if enough time has passed (or ``force``)."""
-        self.done, self.failed = done, failed
+        """Record progress and redraw if enough time has passed (or ``force``).
+
+        ``calls`` is the LLM calls made (cache hits and shared requests make none); ``now`` a
+        ``time.perf_counter()`` reading (default: the current one).
+        """
+        now = time.perf_counter() if now is None else now
+        if self._first is None and done > 0:
+            self._first = (now, done)
+        self.done, self.failed, self.calls = done, failed, calls
         self.cache_hits, self.cache_requests, self.cost_usd = cache_hits, cache_requests, cost_usd
         if not self.enabled:
             return
-        now = time.perf_counter()
         if self.style == "lines":  # a log: a line at a steady interval, the last one at close()
             if force or now - self._last_draw >= self.log_interval_s:
                 self._last_draw = now
@@ -125,21 +130,33 @@ class ProgressBar:
             bar = "#" * filled + ("-" * (self.width - filled))
             parts.append(f"{self.done}/{self.total} |{bar}| {frac:4.0%}")
             remaining = self.total - self.done
-            eta = (
-                _clock(remaining / rate)
-                if rate > 0 and remaining > 0
-                else ("0:00" if remaining <= 0 else "?")
-            )
+            settled = self._settled_rate(now)
+            eta = "0:00" if remaining <= 0 else (_clock(remaining / settled) if settled else "?")
             parts.append(f"{rate:.1f}/s ETA {eta}")
         else:
             parts.append(f"{self.done} done")
             parts.append(f"{rate:.1f}/s {_clock(elapsed)}")
-        if self.cache_requests:
-            parts.append(f"cache {self.cache_hits}/{self.cache_requests}")
+        if self.calls or self.cache_hits:
+            parts.append(f"{self.calls} calls, {self.cache_hits} cached")
         parts.append(f"${self.cost_usd:.4f}")
         if self.failed:
             parts.append(f"{self.failed} with errors")
         return "  ".join(parts)
+
+    def _settled_rate(self, now: float) -> float | None:
+        """Rows per second since the first rows finished, once enough more have (else None: no ETA yet).
+
+        Rows finish in bursts of the concurrency, after a start-up (imports, connections) that a rate
+        from the start would spread over the whole run: so the ETA waits for ``min(10, max(2, total //
+        10))`` more rows and one second after the first ones.
+        """
+        if self._first is None or not self.total:
+            return None
+        started, first = self._first
+        rows, seconds = self.done - first, now - started
+        if rows < min(10, max(2, self.total // 10)) or seconds < 1.0:
+            return None
+        return rows / seconds
 
     def _draw(self, now: float) -> None:
         text = self.line(now)

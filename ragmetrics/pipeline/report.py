@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics._version import __version__
 from ragmetrics.judge.store import CacheCounts
+from ragmetrics.pipeline.canaries import CanaryResult
 from ragmetrics.pipeline.export import (
     _metric_names,
     _pandas,
@@ -37,6 +38,14 @@ from ragmetrics.pipeline.export import (
     to_dataframe,
     write_csv,
     write_jsonl,
+)
+from ragmetrics.pipeline.judge_health import (
+    JUDGE_HEALTH_MIN,
+    PYTHON_SWITCH,
+    HealthTally,
+    JudgeHealth,
+    judge_gate,
+    judge_gate_message,
 )
 from ragmetrics.pipeline.records import ErrorRecord, EvaluationResult, ScoreSpread
 from ragmetrics.score import Usage
@@ -201,8 +210,10 @@ class ReportBuilder:
         *,
         thresholds: Mapping[str, float | None] | None = None,
         repeats: int = 1,
+        judge_health_min: float | None = JUDGE_HEALTH_MIN,
     ) -> None:
         self.metrics = list(metrics)
+        self.judge_health_min = judge_health_min
         self.thresholds = dict(thresholds or {})
         self.repeats = repeats
         self._scores = {m: array("d") for m in self.metrics}
@@ -215,10 +226,13 @@ class ReportBuilder:
         self.failed = 0
         self.skipped = 0
         self.usage = Usage()
+        self.health = HealthTally()
+        self.canaries: list[CanaryResult] = []
 
     def add(self, record: EvaluationResult) -> None:
         """Count one record in."""
         self.total += 1
+        self.health.add(record.results.values())
         if record.errors:
             self.failed += 1
         if record.skipped:
@@ -287,7 +301,14 @@ class ReportBuilder:
         stats.skipped = self.skipped
         if run is None:
             stats.usage = self.usage
-        return Report(aggregates=self.aggregates(), run=stats, records=list(records or []))
+        return Report(
+            aggregates=self.aggregates(),
+            run=stats,
+            records=list(records or []),
+            judge_health=self.health.result(),
+            judge_health_min=self.judge_health_min,
+            canaries=list(self.canaries),
+        )
 
 
 class Report(BaseModel):
@@ -301,6 +322,12 @@ class Report(BaseModel):
     """Run-level counters: samples, failures, usage, cache, retries, throttles, time."""
     records: list[EvaluationResult] = Field(default_factory=list)
     """The records (empty for a streamed run, which does not keep them)."""
+    judge_health: dict[str, JudgeHealth] = Field(default_factory=dict)
+    """Per judge spec: spans and quotes found in the texts it was given, verification re-asks."""
+    judge_health_min: float | None = JUDGE_HEALTH_MIN
+    """The judge gate's minimum reading rate (None: the gate is off); see :attr:`judge_gate`."""
+    canaries: list[CanaryResult] = Field(default_factory=list)
+    """Per LLM judge: its known-answer probes (their calls are in ``run.usage``, in no aggregate)."""
     created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     """When the report was made (UTC, ISO 8601)."""
     ragmetrics_version: str = __version__
@@ -334,11 +361,24 @@ class Report(BaseModel):
         got = [a.mean for a in self.aggregates.values() if a.mean is not None]
         return math.fsum(got) / len(got) if got else None
 
+    @property
+    def judge_gate(self) -> list[JudgeHealth]:
+        """The judges plainly not reading their inputs (reading rate below ``judge_health_min``).
+
+        Empty when the gate passed or is off. A judge listed here fills the schema without reading:
+        none of its scores mean anything (``ragmetrics eval`` exits 5 on it).
+        """
+        return judge_gate(self.judge_health, self.judge_health_min)
+
     def __getitem__(self, metric: str) -> MetricAggregate:
         return self.aggregates[metric]
 
     def __str__(self) -> str:
-        lines = [f"{'metric':<16} {'mean':>6} {'95% CI':>15} {'scored':>9} {'pass':>6}  statuses"]
+        unread = self.judge_gate
+        minimum = self.judge_health_min or 0.0
+        lines = [f"JUDGE GATE FAILED: {judge_gate_message(unread, minimum, PYTHON_SWITCH)}"] if unread else []
+        lines += [f"judge {c.judge} canaries {c.describe()}" for c in self.canaries if c.failed]
+        lines += [f"{'metric':<16} {'mean':>6} {'95% CI':>15} {'scored':>9} {'pass':>6}  statuses"]
         for a in self.aggregates.values():
             ci = f"[{a.ci_low:.3f}, {a.ci_high:.3f}]" if a.ci_low is not None else "-"
             mean = f"{a.mean:.3f}" if a.mean is not None else "-"
@@ -353,6 +393,8 @@ class Report(BaseModel):
             f"${r.usage.cost_usd:.4f}; cache hits {r.cache.hits} ({rate}), shared {r.cache.shared}, "
             f"misses {r.cache.misses}; transient retries {r.retries}; throttled {r.throttled}"
         )
+        lines += [f"judge {h.judge}: {h.describe()}" for h in self.judge_health.values()]
+        lines += [f"canaries, {c.judge}: {c.describe()}" for c in self.canaries if not c.failed]
         return "\n".join(lines)
 
     # -- JSON round-trip ---------------------------------------------------------------------------

@@ -34,10 +34,11 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ragmetrics._aio import run_sync
-from ragmetrics.errors import ConfigError
+from ragmetrics.errors import ConfigError, InvalidInputError
+from ragmetrics.judge import metering
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.metrics import metric_from_name
-from ragmetrics.pipeline._budget import within_budget
+from ragmetrics.pipeline._budget import capped, check_priced, within_budget
 from ragmetrics.pipeline._execute import SampleExecutor
 from ragmetrics.pipeline._failure import BudgetExceededError, SampleTimeoutError, failure_record
 from ragmetrics.pipeline._inputs import DuplicateIds, to_dataset, validate_all
@@ -48,6 +49,7 @@ from ragmetrics.pipeline._run_state import RunState
 from ragmetrics.pipeline.dataset import Dataset, Row
 from ragmetrics.pipeline.estimate import SampleEstimator
 from ragmetrics.pipeline.estimate import estimate as estimate_run
+from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.pipeline.report import EvaluationResult, ReportBuilder
 from ragmetrics.pipeline.run_loop import run_bounded
@@ -100,6 +102,10 @@ class EvaluationPipeline:
             judges' per-call ``timeout_s`` still bounds every request).
         max_cost_usd: Budget: a sample is launched only if its estimated cost fits what is left;
             the others come back with a ``skipped`` error record.
+        max_calls: Call cap for the whole run: at most this many HTTP attempts (re-asks and retries
+            included) are sent; a sample is launched only while calls are left (the others come back
+            ``skipped``), and an attempt past the cap is not sent. It is also the consent a budget
+            needs for a judge the price table does not name.
         repeats: Runs of every metric per sample (the repeat index enters the judge cache key);
             scores are the mean, and ``spread`` holds each repeat's score with std, min and max.
         raise_on_error: Raise the first failure (bad row, judge failure, timeout) instead of
@@ -110,6 +116,15 @@ class EvaluationPipeline:
         callbacks: Functions (sync or async) called with a :class:`PipelineEvent` at the start, for
             each finished record and at the end.
         columns: Sample field -> column name, e.g. ``{"answer": "response"}``.
+        judge_health_min: The judge gate: a judge whose reading rate (the lower of its shares of
+            spans and quotes found in the texts it was given) is below this is plainly not reading;
+            ``results.summary().judge_gate`` lists such judges (empty: passed) and ``str()`` of the
+            summary says so first. Default 0.5 (as ``ragmetrics eval``); None turns the gate off.
+        canaries: Put the known-answer probes (:mod:`ragmetrics.pipeline.canaries`) to every judge
+            before the first valid row is scored (a dataset with no valid row gets none): at most 4
+            cached calls per run and judge, in ``summary().canaries`` and the run's usage, never in a
+            record. On by default; False (``ragmetrics eval --no-canaries``) leaves
+            them out, so the run's calls are the dataset's own.
 
     Raises:
         ConfigError: No metrics, an unknown metric name, duplicate metric names, or an invalid setting.
@@ -122,6 +137,7 @@ class EvaluationPipeline:
         concurrency: int = 32,
         timeout_per_sample_s: float | None = None,
         max_cost_usd: float | None = None,
+        max_calls: int | None = None,
         repeats: int = 1,
         raise_on_error: bool = False,
         strict: bool = False,
@@ -129,6 +145,8 @@ class EvaluationPipeline:
         callbacks: Sequence[Callable[[PipelineEvent], Any]] = (),
         columns: Mapping[str, str] | None = None,
         batch: Any = False,
+        judge_health_min: float | None = JUDGE_HEALTH_MIN,
+        canaries: bool = True,
     ) -> None:
         if isinstance(metrics, (str, bytes)) or not isinstance(metrics, Sequence) or not metrics:
             raise ConfigError("EvaluationPipeline needs a non-empty list of metrics")
@@ -155,20 +173,36 @@ class EvaluationPipeline:
             raise ConfigError(
                 f"EvaluationPipeline: max_cost_usd must be a number >= 0 or None, got {max_cost_usd!r}"
             )
+        if max_calls is not None and (
+            isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0
+        ):
+            raise ConfigError(f"EvaluationPipeline: max_calls must be an int >= 0 or None, got {max_calls!r}")
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
             raise ConfigError(f"EvaluationPipeline: repeats must be an int >= 1, got {repeats!r}")
+        if judge_health_min is not None and (
+            isinstance(judge_health_min, bool)
+            or not isinstance(judge_health_min, (int, float))
+            or not 0 <= judge_health_min <= 1
+        ):
+            raise ConfigError(
+                "EvaluationPipeline: judge_health_min must be a number in [0, 1] or None, "
+                f"got {judge_health_min!r}"
+            )
         for cb in callbacks:
             if not callable(cb):
                 raise ConfigError(f"EvaluationPipeline: callbacks must be callables, got {type(cb).__name__}")
         self.concurrency = concurrency
         self.timeout_per_sample_s = timeout_per_sample_s
         self.max_cost_usd = max_cost_usd
+        self.max_calls = max_calls
         self.repeats = repeats
+        self.judge_health_min = judge_health_min
         self.raise_on_error = raise_on_error
         self.strict = strict
         self.progress = progress
         self.callbacks = list(callbacks)
         self.columns = dict(columns or {})
+        self.canaries = bool(canaries)
         Dataset([], columns=self.columns)  # checks the mapping's field names now
         self.batch = None
         if batch is not False and batch is not None:
@@ -216,6 +250,8 @@ class EvaluationPipeline:
             progress=False if quiet else self.progress,
             callbacks=() if quiet else self.callbacks,
             columns=self.columns,
+            judge_health_min=self.judge_health_min,
+            canaries=self.canaries,
         )
 
     # -- entry points --------------------------------------------------------------------------------
@@ -297,7 +333,12 @@ class EvaluationPipeline:
         if kwargs:
             raise TypeError(f"estimate() got unexpected arguments {sorted(kwargs)}")
         return estimate_run(
-            self.metrics, dataset, columns=columns, repeats=self.repeats, check_cache=check_cache
+            self.metrics,
+            dataset,
+            columns=columns,
+            repeats=self.repeats,
+            check_cache=check_cache,
+            canaries=self.canaries,
         )
 
     # -- internals -----------------------------------------------------------------------------------
@@ -330,7 +371,10 @@ class EvaluationPipeline:
         judges = share_judges(self.metrics)
         total = ds.total()
         builder = ReportBuilder(
-            self.metric_names, thresholds={c.name: c.threshold for c in self._calls}, repeats=self.repeats
+            self.metric_names,
+            thresholds={c.name: c.threshold for c in self._calls},
+            repeats=self.repeats,
+            judge_health_min=self.judge_health_min,
         )
         state = RunState(
             judges=judges,
@@ -343,14 +387,39 @@ class EvaluationPipeline:
         box.append(state)
         estimator = None
         if self.max_cost_usd is not None:
+            check_priced(judges, self.max_cost_usd, self.max_calls)
             estimator = SampleEstimator(self.metrics, repeats=self.repeats)
             state.budget_cond = asyncio.Condition()
         executor = self._executor
 
+        cap = metering.CallCap(self.max_calls) if self.max_calls is not None else None
+
+        probe: asyncio.Future[None] | None = None
+
+        async def canaries_first(row: Row) -> None:
+            """The known-answer probes, once, before the first row that can call a judge.
+
+            A dataset of invalid rows costs nothing, canaries included.
+            """
+            nonlocal probe
+            try:
+                executor.sample(row)
+            except InvalidInputError:
+                return
+            if probe is None:  # created in this worker's context: the probes count on the cap too
+                probe = asyncio.ensure_future(self._canaries(judges, builder, state))
+            await asyncio.shield(probe)
+
         async def one_row(row: Row) -> tuple[EvaluationResult, Any]:
-            if estimator is not None:
-                return await within_budget(executor, row, state, estimator)
-            return await executor.evaluate_row(row)
+            with metering.call_cap(cap):  # set in this worker's task: its judge calls count on the cap
+                if self.canaries and judges:
+                    await canaries_first(row)
+                if cap is not None and cap.full:
+                    state.budget_exhausted = True
+                    return await capped(executor, row, cap)
+                if estimator is not None:
+                    return await within_budget(executor, row, state, estimator)
+                return await executor.evaluate_row(row)
 
         beat = asyncio.create_task(self._heartbeat(state))
         ids = DuplicateIds()
@@ -374,12 +443,24 @@ class EvaluationPipeline:
             finished = True
         finally:
             beat.cancel()
-            await asyncio.gather(beat, return_exceptions=True)
+            if probe is not None:
+                probe.cancel()
+            await asyncio.gather(beat, *([probe] if probe is not None else []), return_exceptions=True)
             state.progress.close()
             await asyncio.shield(self._close_judges(judges))
         if finished:
             ids.warn()
             await self._emit(PipelineEvent(kind="end", done=state.done, total=total, stats=state.stats()))
+
+    @staticmethod
+    async def _canaries(judges: Sequence[CachingJudge], builder: ReportBuilder, state: RunState) -> None:
+        """The known-answer probes: results and usage to the summary and the budget's spend, not a record."""
+        from ragmetrics.pipeline.canaries import run_canaries
+
+        builder.canaries = await run_canaries(judges)
+        for result in builder.canaries:
+            builder.usage = builder.usage + result.usage
+        state.spent += sum(c.usage.cost_usd for c in builder.canaries)
 
     @staticmethod
     async def _heartbeat(state: RunState) -> None:

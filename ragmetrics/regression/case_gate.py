@@ -13,7 +13,7 @@ Opt in with a latency threshold (``--regression-threshold latency_ms=0.5``); the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragmetrics.regression.compare import DEFAULT_THRESHOLDS, Delta, Diff, compare_snapshots
@@ -36,6 +36,24 @@ class GateResult:
     """The regressions that count (deduplicated; with significance, minus those found not significant)."""
     require_significance: bool
     """Whether ``--alpha`` was given."""
+    missing: list[str] = field(default_factory=list)
+    """Cases of the baseline this run does not have (renamed or deleted): each fails a gating run,
+    unless allowed (``--allow-missing-cases``)."""
+
+    @property
+    def failed(self) -> bool:
+        """Whether a gating run fails: a counted regression, or a baseline case gone."""
+        return bool(self.regressions or self.missing)
+
+    def missing_message(self) -> str:
+        """One line naming the vanished cases and how to allow them."""
+        names = ", ".join(self.missing[:10]) + (", ..." if len(self.missing) > 10 else "")
+        count = len(self.missing)
+        return (
+            f"{count} case{'s' if count != 1 else ''} of snapshot '{self.diff.baseline_name}' "
+            f"did not run: {names} (renamed or deleted? save a new baseline, or allow it with "
+            "--allow-missing-cases)"
+        )
 
     def payload(self, *, gated: bool) -> dict[str, Any]:
         """The counted regressions for ``--json``, one entry per case and metric.
@@ -47,6 +65,7 @@ class GateResult:
         return {
             "count": len(self.regressions),
             "gated": gated,
+            "missing_cases": list(self.missing),
             "items": [
                 {
                     "case": d.case_name,
@@ -75,6 +94,7 @@ def gate_run(
     thresholds: Mapping[str, float | None] | None = None,
     *,
     alpha: float | None = None,
+    allow_missing: bool = False,
 ) -> GateResult:
     """Compare a case run with its baseline under the case-run defaults (:data:`RUN_THRESHOLDS`).
 
@@ -84,6 +104,7 @@ def gate_run(
         thresholds: The user's tolerances, over :data:`RUN_THRESHOLDS`.
         alpha: When given, a regression backed by at least ``MIN_PAIRS`` paired samples counts only
             when its p-value is below it; one with fewer pairs is decided by the threshold rule.
+        allow_missing: Whether baseline cases this run lacks are allowed (else :attr:`GateResult.missing`).
 
     Raises:
         ConfigError: A threshold names an unknown metric or is not a number; ``alpha`` is out of range.
@@ -95,4 +116,5 @@ def gate_run(
         diff=diff,
         regressions=diff.regressions(require_significance=significance),
         require_significance=significance,
+        missing=[] if allow_missing else list(diff.only_in_baseline),
     )

@@ -15,7 +15,9 @@ A malformed value fails the case with a message saying what is wrong; a bound th
 checked (``min_score`` set, no score returned) fails it too; a metric that scored none of the
 case's samples fails it whatever the bounds, saying why ("faithfulness: 0 of 12 samples scored:
 provider_error 12: ..."). A failed ``min_score`` names the worst sample and the claim that failed
-it. Nothing passes by default.
+it. A case whose claim metrics were judged by a judge that plainly did not read its inputs (reading
+rate below ``judge_health_min``, :mod:`ragmetrics.pipeline.judge_health`) fails too, whatever its
+score: the judge gate of ``ragmetrics eval``, per case. Nothing passes by default.
 """
 
 from __future__ import annotations
@@ -30,9 +32,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ragmetrics.errors import shorten
+from ragmetrics.pipeline.judge_health import (
+    JUDGE_HEALTH_MIN,
+    TEST_SWITCH,
+    HealthTally,
+    JudgeHealth,
+    judge_gate,
+    judge_gate_message,
+)
 from ragmetrics.regression.snapshot_schema import SampleScore, SnapshotResult
 
-__all__ = ["CaseResult", "Violation", "judge_value"]
+__all__ = ["CaseResult", "Violation", "judge_value", "judge_violations"]
 
 _KNOWN_KEYS = ("score", "cost_usd", "latency_ms", "metrics", "samples")
 
@@ -40,8 +50,9 @@ _KNOWN_KEYS = ("score", "cost_usd", "latency_ms", "metrics", "samples")
 class Violation(BaseModel):
     """A bound a case broke."""
 
-    bound: Literal["min_score", "max_cost_usd", "max_latency_ms"]
-    """The bound."""
+    bound: Literal["min_score", "max_cost_usd", "max_latency_ms", "judge_health_min", "canaries"]
+    """The bound (``judge_health_min``: a judge's reading rate; ``canaries``: its known-answer probes;
+    both are the judge gate)."""
     limit: float
     """Its value."""
     value: float | None
@@ -89,6 +100,8 @@ class CaseResult(BaseModel):
     """Per-sample values the case returned (used by snapshot significance tests)."""
     details: dict[str, Any] = Field(default_factory=dict)
     """Other keys the case returned, and notes (unscored samples)."""
+    judge_health: dict[str, JudgeHealth] = Field(default_factory=dict)
+    """Per judge spec, over the case's results that ran claim metrics: spans and quotes found, re-asks."""
 
     @property
     def passed(self) -> bool:
@@ -136,6 +149,7 @@ class CaseResult(BaseModel):
             metrics=self.metrics,
             samples=self.samples,
             outcome=self.outcome,
+            judge_health=self.judge_health,
         )
 
 
@@ -282,7 +296,11 @@ def _from_evaluation_results(items: Sequence[Any], out: dict[str, Any], problems
     scores, costs, latencies, samples = [], [], [], []
     per_metric: dict[str, list[float]] = {}
     metric_names: dict[str, None] = {}
+    health = HealthTally()
     for i, item in enumerate(items):
+        results = getattr(item, "results", None)
+        if isinstance(results, Mapping):
+            health.add(results.values())
         score = _number(f"result {i} mean_score", getattr(item, "mean_score", None), 0.0, 1.0, problems)
         usage = getattr(item, "usage", None)
         cost = getattr(usage, "cost_usd", None) if usage is not None else getattr(item, "cost_usd", None)
@@ -306,6 +324,7 @@ def _from_evaluation_results(items: Sequence[Any], out: dict[str, Any], problems
         scores += [score] if score is not None else []
         costs += [cost] if cost is not None else []
         latencies += [latency] if latency is not None else []
+    out["judge_health"] = health.result()
     out["score"] = sum(scores) / len(scores) if scores else None
     out["cost_usd"] = sum(costs) if costs else None
     out["latency_ms"] = statistics.median(latencies) if latencies else None
@@ -344,6 +363,7 @@ def _observe(value: object) -> tuple[dict[str, Any], list[str]]:
         "metrics": {},
         "samples": [],
         "details": {},
+        "judge_health": {},
     }
     problems: list[str] = []
     if isinstance(value, Mapping):
@@ -400,6 +420,23 @@ def _violations(
     return found
 
 
+def judge_violations(
+    health: Mapping[str, JudgeHealth], minimum: float | None = JUDGE_HEALTH_MIN
+) -> list[Violation]:
+    """One ``judge_health_min`` violation per judge whose reading rate is below ``minimum`` (None: off)."""
+    return [
+        Violation(
+            bound="judge_health_min",
+            limit=float(minimum),
+            value=h.reading_rate,
+            excess=float(minimum) - (h.reading_rate or 0.0),
+            message=judge_gate_message([h], float(minimum), TEST_SWITCH),
+        )
+        for h in judge_gate(health, minimum)
+        if minimum is not None
+    ]
+
+
 def judge_value(
     value: object,
     *,
@@ -409,6 +446,7 @@ def judge_value(
     max_cost_usd: float | None = None,
     max_latency_ms: float | None = None,
     tags: Sequence[str] = (),
+    judge_health_min: float | None = JUDGE_HEALTH_MIN,
 ) -> CaseResult:
     """The verdict on the value a case returned.
 
@@ -420,13 +458,16 @@ def judge_value(
         max_cost_usd: The case's cost bound.
         max_latency_ms: The case's latency bound.
         tags: The case's tags, carried into the result.
+        judge_health_min: The judge gate: a judge of the case's claim metrics whose reading rate is
+            below this fails the case (None: off).
     """
     out, problems = _observe(value)
     measured = out["latency_ms"] is None
     if measured:
         out["latency_ms"] = elapsed_ms
     bounds = {"min_score": min_score, "max_cost_usd": max_cost_usd, "max_latency_ms": max_latency_ms}
-    violations = [] if problems else _violations(out, **bounds)
+    violations = judge_violations(out["judge_health"], judge_health_min)
+    violations += [] if problems else _violations(out, **bounds)
     return CaseResult(
         name=name,
         outcome="failed" if problems or violations else "passed",

@@ -25,6 +25,7 @@ from typing import Any
 from ragmetrics._aio import run_sync
 from ragmetrics._check import check_int, check_number
 from ragmetrics.failure import ErrorRecord
+from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN
 from ragmetrics.regression.case_result import CaseResult, Violation, judge_value
 from ragmetrics.regression.discovery import (
     EVAL_FILE_PATTERNS,
@@ -62,13 +63,23 @@ __all__ = [
 ]
 
 
-def _check_threshold(threshold: float | None) -> float | None:
-    if threshold is None:
+def _check_unit(value: float | None, option: str) -> float | None:
+    if value is None:
         return None
-    return check_number(threshold, "threshold", "eval cases", low=0.0, high=1.0)
+    return check_number(value, option, "eval cases", low=0.0, high=1.0)
 
 
-async def run_case(case: EvalCase, *, threshold: float | None = None, warm: bool = False) -> CaseResult:
+def _check_threshold(threshold: float | None) -> float | None:
+    return _check_unit(threshold, "threshold")
+
+
+async def run_case(
+    case: EvalCase,
+    *,
+    threshold: float | None = None,
+    warm: bool = False,
+    judge_health_min: float | None = JUDGE_HEALTH_MIN,
+) -> CaseResult:
     """Run one case and judge it against its bounds; exceptions become an ``error`` result.
 
     Sync cases run on a worker thread, so a running event loop keeps serving async cases. Latency
@@ -81,20 +92,23 @@ async def run_case(case: EvalCase, *, threshold: float | None = None, warm: bool
             keep that run, so the latency is a warm one (the first call's imports and connections
             are left out; the cold figure is kept in ``details["cold_latency_ms"]``). Used when
             latency is gated; a case that reports its latency runs once.
+        judge_health_min: The judge gate: a case whose returned results were judged by a judge
+            reading below this rate fails (:mod:`ragmetrics.pipeline.judge_health`); None turns it off.
 
     Raises:
-        ConfigError: ``threshold`` is not in [0, 1].
+        ConfigError: ``threshold`` or ``judge_health_min`` is not in [0, 1].
     """
-    first = await _run_once(case, threshold=threshold)
+    gate = _check_unit(judge_health_min, "judge_health_min")
+    first = await _run_once(case, threshold=threshold, gate=gate)
     if not (warm and first.latency_measured and first.outcome != "error"):
         return first
-    second = await _run_once(case, threshold=threshold)
+    second = await _run_once(case, threshold=threshold, gate=gate)
     if second.latency_measured:
         second.details["cold_latency_ms"] = first.latency_ms
     return second
 
 
-async def _run_once(case: EvalCase, *, threshold: float | None) -> CaseResult:
+async def _run_once(case: EvalCase, *, threshold: float | None, gate: float | None) -> CaseResult:
     min_score = case.meta.min_score if case.meta.min_score is not None else _check_threshold(threshold)
     bounds: _Bounds = {
         "min_score": min_score,
@@ -109,39 +123,57 @@ async def _run_once(case: EvalCase, *, threshold: float | None) -> CaseResult:
             value = await value
     except (Exception, SystemExit) as exc:
         return error_result(case_failure(exc), name=case.id, **bounds)
-    return judge_value(value, name=case.id, elapsed_ms=(time.perf_counter() - start) * 1000.0, **bounds)
+    elapsed_ms = (time.perf_counter() - start) * 1000.0
+    return judge_value(value, name=case.id, elapsed_ms=elapsed_ms, judge_health_min=gate, **bounds)
 
 
 async def run_cases(
-    cases: Sequence[EvalCase], *, threshold: float | None = None, concurrency: int = 8, warm: bool = False
+    cases: Sequence[EvalCase],
+    *,
+    threshold: float | None = None,
+    concurrency: int = 8,
+    warm: bool = False,
+    judge_health_min: float | None = JUDGE_HEALTH_MIN,
 ) -> list[CaseResult]:
     """Run cases, at most ``concurrency`` at a time, results in input order.
 
     Async cases overlap; sync cases run one at a time (on a worker thread, beside the async ones),
-    and a sync case waiting for its turn holds no concurrency slot. ``warm`` is :func:`run_case`'s.
+    and a sync case waiting for its turn holds no concurrency slot. ``warm`` and
+    ``judge_health_min`` are :func:`run_case`'s.
 
     Raises:
-        ConfigError: ``concurrency`` is below 1 or ``threshold`` is not in [0, 1].
+        ConfigError: ``concurrency`` is below 1, or ``threshold`` or ``judge_health_min`` is not in [0, 1].
     """
     check_int(concurrency, "concurrency", "run_cases", minimum=1)
     _check_threshold(threshold)
+    _check_unit(judge_health_min, "judge_health_min")
     limit, sync_turn = asyncio.Semaphore(concurrency), asyncio.Lock()
+    options: dict[str, Any] = {"threshold": threshold, "warm": warm, "judge_health_min": judge_health_min}
 
     async def one(case: EvalCase) -> CaseResult:
         if case.is_async:
             async with limit:
-                return await run_case(case, threshold=threshold, warm=warm)
+                return await run_case(case, **options)
         async with sync_turn, limit:
-            return await run_case(case, threshold=threshold, warm=warm)
+            return await run_case(case, **options)
 
     return list(await asyncio.gather(*(one(c) for c in cases)))
 
 
 def run_cases_sync(
-    cases: Sequence[EvalCase], *, threshold: float | None = None, concurrency: int = 8, warm: bool = False
+    cases: Sequence[EvalCase],
+    *,
+    threshold: float | None = None,
+    concurrency: int = 8,
+    warm: bool = False,
+    judge_health_min: float | None = JUDGE_HEALTH_MIN,
 ) -> list[CaseResult]:
     """Blocking twin of :func:`run_cases`; works inside a running event loop too."""
-    return run_sync(run_cases(cases, threshold=threshold, concurrency=concurrency, warm=warm))
+    return run_sync(
+        run_cases(
+            cases, threshold=threshold, concurrency=concurrency, warm=warm, judge_health_min=judge_health_min
+        )
+    )
 
 
 def error_result(error: CollectError | ErrorRecord, *, name: str | None = None, **bounds: Any) -> CaseResult:

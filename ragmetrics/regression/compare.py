@@ -48,10 +48,12 @@ __all__ = [
     "CORE_METRICS",
     "DEFAULT_MIN_CHANGE",
     "DEFAULT_THRESHOLDS",
+    "JUDGE_HEALTH_DROP",
     "LOWER_IS_BETTER",
     "MIN_PAIRS",
     "Delta",
     "Diff",
+    "JudgeHealthDrop",
     "SignatureChange",
     "compare_snapshots",
     "paired_test",
@@ -77,6 +79,25 @@ class SignatureChange(BaseModel):
     """The baseline's signature."""
     current: str | None
     """The current signature."""
+
+
+class JudgeHealthDrop(BaseModel):
+    """A judge of a case that finds fewer of its spans or quotes than in the baseline (not gated)."""
+
+    case_name: str
+    """The case."""
+    judge: str
+    """The judge's spec."""
+    baseline: float
+    """The baseline's reading rate (the lower of the shares of spans and quotes found)."""
+    current: float
+    """The current reading rate."""
+    describe: str
+    """The current figures: ``spans found 3/15 (20%), quotes found 0/9 (0%), 12 verification re-asks``."""
+
+
+JUDGE_HEALTH_DROP = 0.05
+"""A judge's reading rate falling by more than this (absolute) is noted in the diff."""
 
 
 class Delta(BaseModel):
@@ -138,6 +159,8 @@ class Diff(BaseModel):
     """Cases the baseline lacks."""
     signature_changes: list[SignatureChange] = Field(default_factory=list)
     """Cases scored by something else now (compare their numbers with care)."""
+    judge_health_drops: list[JudgeHealthDrop] = Field(default_factory=list)
+    """Judges that read less of their inputs than in the baseline (by more than 5 points)."""
 
     @property
     def has_regressions(self) -> bool:
@@ -298,6 +321,7 @@ def compare_snapshots(
             diff.signature_changes.append(
                 SignatureChange(case_name=b.name, baseline=b.signature, current=c.signature)
             )
+        diff.judge_health_drops += _health_drops(b, c)
         extra = sorted(set(b.metrics) | set(c.metrics))
         case_deltas = []
         for metric in [*CORE_METRICS, *extra]:
@@ -313,6 +337,26 @@ def compare_snapshots(
                 delta.same_as = named
         diff.deltas.extend(case_deltas)
     return diff
+
+
+def _health_drops(baseline: SnapshotResult, current: SnapshotResult) -> list[JudgeHealthDrop]:
+    """The judges of a case whose reading rate fell by more than :data:`JUDGE_HEALTH_DROP`."""
+    drops = []
+    for spec, now in current.judge_health.items():
+        before = baseline.judge_health.get(spec)
+        if before is None or before.reading_rate is None or now.reading_rate is None:
+            continue
+        if before.reading_rate - now.reading_rate > JUDGE_HEALTH_DROP + _EPS:
+            drops.append(
+                JudgeHealthDrop(
+                    case_name=current.name,
+                    judge=spec,
+                    baseline=before.reading_rate,
+                    current=now.reading_rate,
+                    describe=now.describe(),
+                )
+            )
+    return drops
 
 
 def paired_test(

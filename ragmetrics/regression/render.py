@@ -173,6 +173,12 @@ def render_diff(
             f"  note: {printable(change.case_name)} is scored differently now: "
             f"{printable(change.baseline)} -> {printable(change.current)}"
         )
+    for drop in diff.judge_health_drops:
+        lines.append(
+            f"  note: {printable(drop.case_name)}: the judge {printable(drop.judge)} reads less of its "
+            f"inputs now: reading rate {drop.baseline:.0%} -> {drop.current:.0%} ({drop.describe}); "
+            "its scores may not mean what the baseline's did"
+        )
     shown: Iterable[Delta] = diff.deltas if all_deltas else [d for d in diff.deltas if d.regressed or d.note]
     rows = [
         [
@@ -232,12 +238,18 @@ def render_junit_xml(
     duration_s: float | None = None,
     regressions: Sequence[Delta] = (),
     require_significance: bool = False,
+    missing: Sequence[str] = (),
 ) -> str:
     """JUnit XML for CI systems: one ``testcase`` per case, with its values as properties.
 
+    A case whose results ran claim metrics also gets, per judge, ``judge_health[SPEC].span_rate``
+    (the share of claim spans found in their text), ``.quote_rate`` (verdict quotes found in their
+    context), ``.reading_rate`` (the lower of the two) and ``.reasks`` (verification re-asks).
+
     Each of ``regressions`` (the counted regressions of a gating comparison, one per case and
     metric) is one more failing ``testcase`` (classname ``ragmetrics.regressions``, name
-    ``<case>.<metric>``), so the counts agree with the exit code.
+    ``<case>.<metric>``), and so is each of ``missing`` (baseline cases that did not run, classname
+    ``ragmetrics.missing``), so the counts agree with the exit code.
 
     Control characters in names, reasons and tracebacks are written as visible escapes: XML 1.0 cannot
     hold most of them, and CI systems print these fields to a terminal.
@@ -249,8 +261,8 @@ def render_junit_xml(
         root,
         "testsuite",
         name=suite,
-        tests=str(len(results) + len(regressions)),
-        failures=str(counts["failed"] + len(regressions)),
+        tests=str(len(results) + len(regressions) + len(missing)),
+        failures=str(counts["failed"] + len(regressions) + len(missing)),
         errors=str(counts["error"]),
         skipped="0",
         time=f"{duration_s if duration_s is not None else total:.3f}",
@@ -270,6 +282,18 @@ def render_junit_xml(
         for key, value in (("score", r.score), ("cost_usd", r.cost_usd), ("latency_ms", r.latency_ms)):
             if value is not None:
                 ET.SubElement(props, "property", name=key, value=repr(float(value)))
+        for spec, health in r.judge_health.items():  # present when the case ran claim metrics
+            figures = (
+                ("span_rate", health.span_rate),
+                ("quote_rate", health.quote_rate),
+                ("reading_rate", health.reading_rate),
+                ("reasks", health.reasks),
+            )
+            for key, value in figures:
+                if value is not None:
+                    text = str(value) if isinstance(value, int) else repr(float(value))
+                    prop = f"judge_health[{printable(spec)}].{key}"
+                    ET.SubElement(props, "property", name=prop, value=text)
         if r.outcome == "failed":
             message = printable("; ".join(r.reasons()))[:1000]
             failure = ET.SubElement(case, "failure", message=message, type="EvalCaseFailure")
@@ -289,5 +313,11 @@ def render_junit_xml(
         message = regression_message(delta, require_significance)
         failure = ET.SubElement(case, "failure", message=message[:1000], type="EvalRegression")
         failure.text = message
+    for name in missing:
+        case = ET.SubElement(
+            node, "testcase", classname="ragmetrics.missing", name=printable(name), time="0.000"
+        )
+        message = f"{printable(name)} is in the baseline but did not run (renamed or deleted?)"
+        ET.SubElement(case, "failure", message=message, type="MissingEvalCase").text = message
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from ragmetrics.errors import SnapshotError, shorten
+from ragmetrics.pipeline.judge_health import JudgeHealth
 
 __all__ = [
     "CORE_METRICS",
@@ -105,6 +106,9 @@ class SnapshotResult(BaseModel):
     """``passed``, ``failed`` or ``error`` when the result comes from an eval case run."""
     signature: str | None = None
     """What produced the score (metric, prompts, judge); a change is reported by ``compare``."""
+    judge_health: dict[str, JudgeHealth] = Field(default_factory=dict)
+    """Per judge spec, when the case ran claim metrics: spans and quotes found, re-asks. Empty in
+    snapshots written before it existed; ``compare`` notes a drop of a judge's reading rate."""
 
     @field_validator("samples", mode="before")
     @classmethod

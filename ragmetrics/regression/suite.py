@@ -51,6 +51,7 @@ from ragmetrics._check import check_int
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.metrics.evaluators.base import Evaluator
+from ragmetrics.pipeline.canaries import CanaryResult, run_canaries
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.pipeline.run_loop import run_bounded
 from ragmetrics.pipeline.runner import share_judges
@@ -90,6 +91,8 @@ class SuiteOutcome(BaseModel):
     """LLM usage of the judge (llm_judge, llm_rubric, g_eval), apart from the model under test."""
     model_usage: Usage = Field(default_factory=Usage)
     """Usage of the model under test, as reported by the outputs function (see :func:`run_suite`)."""
+    canaries: list[CanaryResult] = Field(default_factory=list)
+    """Each judge on the known-answer probes, put to it before the cases (its usage is in ``judge_usage``)."""
 
     @property
     def passed(self) -> int:
@@ -183,7 +186,12 @@ async def _output_for(case: Case, index: int, outputs: Outputs) -> _Produced:
 
 
 async def run_suite(
-    suite: Suite, model_outputs: Outputs = None, *, max_concurrency: int = 8, progress: bool | None = None
+    suite: Suite,
+    model_outputs: Outputs = None,
+    *,
+    max_concurrency: int = 8,
+    progress: bool | None = None,
+    canaries: bool = True,
 ) -> SuiteOutcome:
     """Score every case's evaluators on the model outputs, at most ``max_concurrency`` cases at a time.
 
@@ -204,6 +212,9 @@ async def run_suite(
             judge in place of the case's ``contexts``.
         max_concurrency: Cases in flight at once (each one output call, then its evaluators).
         progress: True to draw a progress bar on stderr, False not to, None on a terminal only.
+        canaries: Put the known-answer probes (:mod:`ragmetrics.pipeline.canaries`) to each judge of
+            the suite first, as a pipeline run does: at most 4 cached calls per judge, in
+            ``SuiteOutcome.canaries`` and ``judge_usage``, never in a case. False leaves them out.
 
     Returns:
         Per-case verdicts and results, in suite order, and the judge's usage.
@@ -218,12 +229,15 @@ async def run_suite(
     bar = ProgressBar(len(suite.cases), enabled=progress)
     settled: dict[int, tuple[CaseOutcome, Usage]] = {}
     failed = 0
+    probes: list[CanaryResult] = []
 
     async def one_case(item: tuple[int, Case]) -> tuple[int, CaseOutcome, Usage]:
         index, case = item
         return (index, *await _score_case(index, case, model_outputs))
 
     try:
+        if canaries and judges and suite.cases:
+            probes = await run_canaries(judges)
         async with contextlib.aclosing(
             run_bounded(iter(enumerate(suite.cases)), one_case, concurrency=max_concurrency)
         ) as finished:
@@ -236,13 +250,17 @@ async def run_suite(
         for judge in judges:
             await judge.aclose()
     ordered = [settled[i] for i in range(len(suite.cases))]
-    usage = model_usage = Usage()
+    usage, model_usage = sum((c.usage for c in probes), Usage()), Usage()
     for outcome, spent in ordered:
         model_usage = model_usage + spent
         for result in outcome.results:
             usage = usage + result.usage
     return SuiteOutcome(
-        name=suite.name, cases=[o for o, _ in ordered], judge_usage=usage, model_usage=model_usage
+        name=suite.name,
+        cases=[o for o, _ in ordered],
+        judge_usage=usage,
+        model_usage=model_usage,
+        canaries=probes,
     )
 
 

@@ -10,6 +10,10 @@ the same type is ``contains_2``), and its verdict is the suite's (``passing: all
 
 A case none of whose evaluators produced a score fails saying so (nothing scored is never a pass),
 and a failed case lists every evaluator that did not pass with its score, threshold and reason.
+A case's claim metrics give it ``judge_health`` (spans and quotes found, per judge), in the table's
+JUnit properties and snapshots as for Python cases, and the judge gate fails a case whose judge
+plainly did not read its inputs (reading rate below ``judge_health_min``), or whose judge failed the
+known-answer probes the suite put to it first (:mod:`ragmetrics.pipeline.canaries`), whatever its scores.
 A suite file that cannot be loaded is one ``error`` result naming the file and the field.
 """
 
@@ -22,7 +26,9 @@ from pathlib import Path
 
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError, shorten
-from ragmetrics.regression.case_result import CaseResult
+from ragmetrics.pipeline.canaries import CanaryResult, canary_message
+from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN, HealthTally
+from ragmetrics.regression.case_result import CaseResult, Violation, judge_violations
 from ragmetrics.regression.cases import select_cases
 from ragmetrics.regression.suite import CaseOutcome, Suite, run_suite
 from ragmetrics.score import MetricResult
@@ -79,8 +85,23 @@ def _why_not(name: str, result: MetricResult) -> str:
     return f"{name}: score {result.score:.4g} did not pass{limit}{reason}"
 
 
-def _case_result(name: str, outcome: CaseOutcome) -> CaseResult:
+def _canary_violations(results: Sequence[MetricResult], failed: dict[str, CanaryResult]) -> list[Violation]:
+    specs = dict.fromkeys(r.judge.spec for r in results if r.judge is not None and r.judge.spec in failed)
+    return [
+        Violation(bound="canaries", limit=1.0, value=None, excess=None, message=canary_message([failed[s]]))
+        for s in specs
+    ]
+
+
+def _case_result(
+    name: str, outcome: CaseOutcome, judge_health_min: float | None, failed: dict[str, CanaryResult]
+) -> CaseResult:
     results = outcome.results
+    tally = HealthTally()
+    tally.add(results)
+    health = tally.result()
+    violations = judge_violations(health, judge_health_min)
+    violations += [] if judge_health_min is None else _canary_violations(results, failed)
     names = _metric_names(results)
     metrics = {n: r.score for n, r in zip(names, results, strict=True)}
     scored = [r.score for r in results if r.score is not None]
@@ -101,18 +122,22 @@ def _case_result(name: str, outcome: CaseOutcome) -> CaseResult:
             outcome="error",
             error="; ".join(outcome.errors),
             problems=problems,
+            violations=violations,
             metrics=metrics,
             details=details,
+            judge_health=health,
         )
     return CaseResult(
         name=name,
-        outcome="passed" if outcome.passed else "failed",
+        outcome="passed" if outcome.passed and not violations else "failed",
         score=sum(scored) / len(scored) if scored else None,
         cost_usd=sum(r.usage.cost_usd for r in results) if calls else None,
         latency_ms=max(latencies) if latencies else None,
         problems=[] if outcome.passed else problems,
+        violations=violations,
         metrics=metrics,
         details=details,
+        judge_health=health,
     )
 
 
@@ -123,6 +148,11 @@ def run_suite_file(
     tags: Iterable[str] = (),
     exclude_tags: Iterable[str] = (),
     concurrency: int = 8,
+    allow_judge_url: bool | None = None,
+    allow_suite_cache: bool | None = None,
+    allow_suite_settings: bool | None = None,
+    judge_health_min: float | None = JUDGE_HEALTH_MIN,
+    canaries: bool = True,
 ) -> list[CaseResult]:
     """Load and run one suite file; one result per selected case (or one error for a bad file).
 
@@ -132,6 +162,14 @@ def run_suite_file(
         tags: Keep cases with any of these tags; suite cases have none, so giving tags skips them.
         exclude_tags: Drop cases with any of these tags (no suite case has one).
         concurrency: Evaluations in flight at once.
+        allow_judge_url: Let the file name any judge host (None: as ``RAGMETRICS_SUITE_ALLOW`` says);
+            see :mod:`ragmetrics.regression.suite_trust`.
+        allow_suite_cache: Let the file name cache folders outside your cache folder.
+        allow_suite_settings: Let the file set cost settings outside the sane ranges.
+        judge_health_min: The judge gate per case (None: off, the canaries' verdict included); see
+            :func:`~ragmetrics.regression.case_result.judge_violations`.
+        canaries: Put the known-answer probes to the suite's judges first (``run_suite``'s option);
+            a case judged by a judge that failed them fails.
 
     Raises:
         ConfigError: The ``-k`` expression is malformed.
@@ -139,7 +177,12 @@ def run_suite_file(
     file = Path(path)
     shown = _display(file)
     try:
-        suite = Suite.from_file(file)
+        suite = Suite.from_file(
+            file,
+            allow_judge_url=allow_judge_url,
+            allow_suite_cache=allow_suite_cache,
+            allow_suite_settings=allow_suite_settings,
+        )
     except ConfigError as exc:
         return [CaseResult(name=shown, outcome="error", error=f"ConfigError: {exc}")]
     wanted = {
@@ -155,8 +198,9 @@ def run_suite_file(
     if not chosen:
         return []
     subset = Suite(cases=chosen, name=suite.name, description=suite.description, source=suite.source)
-    outcome = run_sync(run_suite(subset, max_concurrency=concurrency, progress=False))
+    outcome = run_sync(run_suite(subset, max_concurrency=concurrency, progress=False, canaries=canaries))
+    failed = {c.judge: c for c in outcome.canaries if c.failed}
     return [
-        _case_result(f"{shown}::{case.id}", case_outcome)
+        _case_result(f"{shown}::{case.id}", case_outcome, judge_health_min, failed)
         for case, case_outcome in zip(chosen, outcome.cases, strict=True)
     ]

@@ -20,12 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ragmetrics.errors import ConfigError, InvalidInputError, RagMetricsError
+from ragmetrics.errors import ConfigError, InvalidInputError, RagMetricsError, shorten
 from ragmetrics.metrics import RAG_METRICS
+from ragmetrics.metrics.aliases import METRIC_ALIASES, canonical_metric_name, did_you_mean
 from ragmetrics.metrics.base import Metric, missing_input
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator
-from ragmetrics.metrics.evaluators.factory import PRIMARY_OPTION, evaluator_options, make_evaluator
+from ragmetrics.metrics.evaluators.factory import (
+    EVALUATOR_TYPES,
+    PRIMARY_OPTION,
+    evaluator_options,
+    make_evaluator,
+)
 from ragmetrics.regression._suite_yaml import load_yaml
+from ragmetrics.regression.suite_trust import SuiteTrust
 from ragmetrics.sample import Sample, check_text
 from ragmetrics.score import MetricResult
 
@@ -179,17 +186,34 @@ class Suite:
         object.__setattr__(self, "cases", cases)
 
     @classmethod
-    def from_file(cls, path: str | Path, *, llm: Any = None, embeddings: Any = None) -> Suite:
+    def from_file(
+        cls,
+        path: str | Path,
+        *,
+        llm: Any = None,
+        embeddings: Any = None,
+        allow_judge_url: bool | None = None,
+        allow_suite_cache: bool | None = None,
+        allow_suite_settings: bool | None = None,
+    ) -> Suite:
         """Load a suite from a YAML (``.yaml``/``.yml``) or JSON file.
+
+        The file is data nobody vetted: what it may name (judge hosts, cache folders, cost settings)
+        is bounded as :mod:`ragmetrics.regression.suite_trust` says, unless you allow more.
 
         Args:
             path: The file.
             llm: A judge (spec or Judge) for LLM evaluators that name none; overrides the file's ``llm``.
             embeddings: An embedder (spec or object) for cosine_similarity; overrides the file's.
+            allow_judge_url: Let the file name any judge or embedding host (None: as
+                ``RAGMETRICS_SUITE_ALLOW`` says; default: only the providers' own and yours).
+            allow_suite_cache: Let the file name cache folders outside your cache folder.
+            allow_suite_settings: Let the file set cost settings outside the sane ranges.
 
         Raises:
-            ConfigError: The file is missing, not UTF-8 or malformed, or its YAML aliases expand past
-                a small bound (a "billion laughs" file); the message names the file and the field.
+            ConfigError: The file is missing, not UTF-8 or malformed, its YAML aliases expand past
+                a small bound (a "billion laughs" file), or it names what it may not; the message
+                names the file and the field.
         """
         path = Path(path)
         try:
@@ -212,16 +236,35 @@ class Suite:
                 raise ConfigError(f"{path}: the JSON is nested too deeply to read") from exc
         else:
             data = load_yaml(text, str(path))
-        return cls.from_data(data, source=str(path), llm=llm, embeddings=embeddings)
+        return cls.from_data(
+            data,
+            source=str(path),
+            llm=llm,
+            embeddings=embeddings,
+            allow_judge_url=allow_judge_url,
+            allow_suite_cache=allow_suite_cache,
+            allow_suite_settings=allow_suite_settings,
+        )
 
     @classmethod
     def from_data(
-        cls, data: Any, *, source: str = "<suite>", llm: Any = None, embeddings: Any = None
+        cls,
+        data: Any,
+        *,
+        source: str = "<suite>",
+        llm: Any = None,
+        embeddings: Any = None,
+        allow_judge_url: bool | None = None,
+        allow_suite_cache: bool | None = None,
+        allow_suite_settings: bool | None = None,
     ) -> Suite:
         """Build a suite from parsed YAML/JSON: a mapping with ``cases``, or a bare list of cases.
 
+        The ``allow_*`` arguments are :meth:`from_file`'s: the data is bounded as a file's is.
+
         Raises:
-            ConfigError: A malformed field; the message names ``source`` and the field.
+            ConfigError: A malformed field, or one the data may not give; the message names
+                ``source`` and the field.
         """
         if isinstance(data, list):
             data = {"cases": data}
@@ -236,12 +279,23 @@ class Suite:
         cases = data.get("cases")
         if not isinstance(cases, list) or not cases:
             raise ConfigError(f"{source}: 'cases' must be a non-empty list")
+        trust = SuiteTrust.resolve(
+            allow_judge_url=allow_judge_url,
+            allow_suite_cache=allow_suite_cache,
+            allow_suite_settings=allow_suite_settings,
+            llm=llm,
+            embeddings=embeddings,
+        )
+        if llm is None:
+            trust.check_spec(data.get("llm"), source)
+        if embeddings is None:
+            trust.check_spec(data.get("embeddings"), source, embeddings=True)
         defaults = {
             "llm": llm if llm is not None else data.get("llm"),
             "embeddings": embeddings if embeddings is not None else data.get("embeddings"),
         }
         _check_strings({k: v for k, v in data.items() if k != "cases"}, source)
-        built = [_case(raw, f"{source}: cases[{i}]", defaults) for i, raw in enumerate(cases)]
+        built = [_case(raw, f"{source}: cases[{i}]", defaults, trust) for i, raw in enumerate(cases)]
         for field_name in ("name", "description"):
             if field_name in data and not isinstance(data[field_name], str):
                 raise ConfigError(f"{source}: {field_name} must be a string")
@@ -257,7 +311,7 @@ def _fields(case: Case) -> dict[str, Any]:
     return {f: getattr(case, f) for f in Case.__dataclass_fields__}
 
 
-def _check(raw: Any, where: str, defaults: Mapping[str, Any]) -> Check:
+def _check(raw: Any, where: str, defaults: Mapping[str, Any], trust: SuiteTrust) -> Check:
     if isinstance(raw, str):
         raw = {"type": raw}
     if not isinstance(raw, Mapping):
@@ -266,9 +320,18 @@ def _check(raw: Any, where: str, defaults: Mapping[str, Any]) -> Check:
     type_name = options.pop("type", None)
     if type_name is None:
         raise ConfigError(f"{where}: missing 'type' (e.g. type: exact_match)")
+    trust.check_entry(type_name, options, where)
     value = None
     if "value" in options and type_name not in PRIMARY_OPTION:
         value = options.pop("value")
+    if isinstance(type_name, str):
+        type_name = canonical_metric_name(type_name)  # another tool's name (answer_relevancy) is ours
+        if type_name not in RAG_METRICS and type_name not in EVALUATOR_TYPES:
+            raise ConfigError(
+                f"{where}: unknown evaluator type {shorten(type_name, 80)!r}"
+                f"{did_you_mean(type_name, [*RAG_METRICS, *EVALUATOR_TYPES])}; known types: "
+                f"{', '.join([*RAG_METRICS, *EVALUATOR_TYPES])} (and {', '.join(METRIC_ALIASES)} as aliases)"
+            )
     if type_name in RAG_METRICS:
         return Check(evaluator=_rag_metric(type_name, options, where, defaults), value=value)
     try:
@@ -317,7 +380,7 @@ def _check_strings(value: Any, where: str) -> None:
             stack += [(v, f"{path}[{i}]") for i, v in enumerate(item)]
 
 
-def _case(raw: Any, where: str, defaults: Mapping[str, Any]) -> Case:
+def _case(raw: Any, where: str, defaults: Mapping[str, Any], trust: SuiteTrust) -> Case:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: a case must be a mapping, got {type(raw).__name__}")
     _check_strings(raw, where)
@@ -346,7 +409,7 @@ def _case(raw: Any, where: str, defaults: Mapping[str, Any]) -> Case:
             and isinstance(expected, str)
         ):
             entry = {**entry, "pattern": expected}  # a regex case's expected value is its pattern
-        checks.append(_check(entry, entry_where, defaults))
+        checks.append(_check(entry, entry_where, defaults, trust))
     passing = raw.get("passing", "all")
     if passing not in ("all", "any"):
         raise ConfigError(f"{where}.passing: must be 'all' or 'any', got {passing!r}")

@@ -10,6 +10,7 @@ import html
 from datetime import datetime
 from typing import Any
 
+from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN
 from ragmetrics.pipeline.report import MetricAggregate, Report
 from ragmetrics.report._payload import RELEVANCES, VERDICTS
 
@@ -78,6 +79,16 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
         '<p class="meta">' + "<span>" + "</span><span>".join(_e(m) for m in meta) + "</span></p>",
         "</div></header>",
     ]
+    for canary in report.canaries:
+        if canary.failed:  # the very first banner: a judge that gets known answers wrong judges nothing
+            out.append(
+                '<div class="wrap"><div class="banner" role="alert" id="canary-banner">'
+                f"<strong>The judge {_e(canary.judge)} failed its canaries.</strong> "
+                f"Known-answer probes: {_e(canary.describe())}. A judge that gets a plainly supported, "
+                "contradicted or unrelated claim wrong does not judge these samples either, so these "
+                "scores mean nothing. Check the model name and base URL, and that the model follows "
+                "instructions.</div></div>"
+            )
     if any(heuristic for _, heuristic in judges):
         out.append(
             '<div class="wrap"><div class="banner" role="note" id="offline-banner">'
@@ -87,6 +98,17 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
             "(e.g. <code>--judge openai:gpt-4o-mini</code>) for scores you can report."
             "</div></div>"
         )
+    # the run's own gate threshold; with the gate off the banner still warns at the default
+    minimum = JUDGE_HEALTH_MIN if report.judge_health_min is None else report.judge_health_min
+    for health in report.judge_health.values():
+        if health.low(minimum):  # first: no score of such a judge means anything
+            out.append(
+                '<div class="wrap"><div class="banner alert" role="alert" id="judge-health-banner">'
+                f"<strong>The judge {_e(health.judge)} is not reading its inputs.</strong> "
+                f"{_e(health.describe())}: its claims and quotes are not in the answers and contexts it "
+                "was given, so these scores mean nothing. Check the model name and base URL, and that the "
+                "model follows instructions.</div></div>"
+            )
     usage = run.usage
     cache = run.cache
     hit_rate = f" ({cache.hit_rate:.0%})" if cache.hit_rate is not None else ""
@@ -114,9 +136,17 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
             + f"{_num(usage.shared_calls)} shared",
         ),
         (
-            "Cache hits",
-            _num(cache.hits) + hit_rate,
-            f"{_num(cache.misses)} misses, {_num(cache.shared)} shared within the run",
+            (
+                "Cache hits",
+                "no LLM calls",
+                "every judge here is a heuristic that calls no model: nothing to cache",
+            )
+            if judges and all(heuristic for _, heuristic in judges) and usage.calls == 0 and not cache.hits
+            else (
+                "Cache hits",
+                _num(cache.hits) + hit_rate,
+                f"{_num(cache.misses)} misses, {_num(cache.shared)} shared within the run",
+            )
         ),
         (
             "Wall time",
@@ -125,6 +155,25 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
             + (f", {run.repeats} repeats" if run.repeats > 1 else ""),
         ),
     ]
+    for health in report.judge_health.values():
+        rate = f"{health.reading_rate:.0%}" if health.reading_rate is not None else "-"
+        stats.append(
+            (
+                f"Judge health ({health.judge})" if len(report.judge_health) > 1 else "Judge health",
+                rate,
+                health.describe(),
+            )
+        )
+    for canary in report.canaries:
+        verdict = "no verdict" if not canary.answered else ("passed" if canary.passed else "FAILED")
+        ok = sum(p.passed for p in canary.probes)
+        stats.append(
+            (
+                f"Canaries ({canary.judge})" if len(report.canaries) > 1 else "Canaries",
+                verdict if not canary.answered else f"{verdict} {ok}/{len(canary.probes)}",
+                canary.describe(),
+            )
+        )
     out.append('<div class="wrap"><dl class="stats">')
     for label, value, note in stats:
         out.append(
@@ -138,7 +187,7 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
 
 def cards(report: Report, metrics: list[str], payload: dict[str, Any]) -> str:
     scores_by_metric: list[list[float]] = [[] for _ in metrics]
-    verdicts: list[list[int]] = [[0, 0, 0] for _ in metrics]
+    verdicts: list[list[int]] = [[0, 0, 0, 0] for _ in metrics]  # the 4th: supported, quote not found
     relevance: list[list[int]] = [[0, 0, 0] for _ in metrics]
     thresholds: list[float | None] = [None for _ in metrics]
     context_counts: list[list[int]] = [[0, 0, 0, 0] for _ in metrics]
@@ -151,8 +200,11 @@ def cards(report: Report, metrics: list[str], payload: dict[str, Any]) -> str:
                 continue
             if thresholds[m] is None:
                 thresholds[m] = result[5]
+            quotes_count = metrics[m] == "groundedness"  # a claim scores there only with its quote found
             for claim in result[6]:
-                if claim[4]:
+                if claim[4] == 1 and quotes_count and claim[10] == 0:
+                    verdicts[m][3] += 1
+                elif claim[4]:
                     verdicts[m][claim[4] - 1] += 1
                 if claim[5]:
                     relevance[m][claim[5] - 1] += 1
@@ -224,8 +276,11 @@ def _card(
         out.append(f'<ul class="chips" aria-label="Samples per status">{chips}</ul>')
     if has_records:
         out.append(_histogram(m, name, scores, mean))
-    if sum(verdicts):
-        out.append(_mix("Claims", "v", VERDICTS, verdicts))
+    if sum(verdicts) and verdicts[3]:  # groundedness: supported, but the quote is not in the context
+        names = ("supported", "quote_not_found", "contradicted", "not_found")
+        out.append(_mix("Claims", "v", names, [verdicts[0], verdicts[3], verdicts[1], verdicts[2]]))
+    elif sum(verdicts):
+        out.append(_mix("Claims", "v", VERDICTS, verdicts[:3]))
     elif sum(relevance):
         out.append(_mix("Claim relevance", "r", RELEVANCES, relevance))
     out.append(_context_mixes(contexts))
@@ -362,6 +417,8 @@ def samples_section(report: Report) -> str:
         '<li><mark class="hl v-supported">supported</mark> the contexts back the claim</li>'
         '<li><mark class="hl v-contradicted">contradicted</mark> the contexts say otherwise</li>'
         '<li><mark class="hl v-not_found">not found</mark> the contexts do not mention it</li>'
+        '<li><mark class="hl v-mixed">mixed</mark> a context (or the same quote) that supports one claim and '
+        "contradicts another</li>"
         '<li><mark class="hl r-off_topic">off topic</mark> relevancy: the claim does not bear on the '
         "question</li>"
         "</ul>"

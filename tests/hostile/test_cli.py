@@ -192,6 +192,7 @@ def test_worst_samples_show_escapes_not_terminal_sequences(tmp_path, fake_llm_se
     rows_file(tmp_path, [row])
     proc = run(
         "eval",
+        "--no-canaries",
         "rows.jsonl",
         *judge[0],
         "--metrics",
@@ -212,7 +213,15 @@ def test_worst_samples_show_escapes_not_terminal_sequences(tmp_path, fake_llm_se
     assert lines[start + 4] == f'      context 0: "The tower is blue.{SHOWN}"'
 
     as_json = run(
-        "eval", "rows.jsonl", *judge[0], "--metrics", "faithfulness", "--json", cwd=tmp_path, env=judge[1]
+        "eval",
+        "--no-canaries",
+        "rows.jsonl",
+        *judge[0],
+        "--metrics",
+        "faithfulness",
+        "--json",
+        cwd=tmp_path,
+        env=judge[1],
     )
     assert as_json.returncode == 0, as_json.stderr
     assert not any(c in as_json.stdout for c in UNSAFE)
@@ -256,6 +265,7 @@ def test_a_provider_error_echoing_the_api_key_is_redacted_everywhere(tmp_path, f
     rows_file(tmp_path, ROWS)
     common = [
         "eval",
+        "--no-canaries",
         "rows.jsonl",
         "--judge",
         spec,
@@ -439,7 +449,7 @@ def test_judge_concurrency_sets_the_judges_limit(tmp_path, fake_llm_server, judg
     stamps = _arrivals(fake_llm_server, 0.3)
     rows_file(tmp_path, [{**ROWS[0], "id": str(i), "answer": f"Paris {i}."} for i in range(6)])
     proc = run(
-        "eval", "rows.jsonl", *judge[0], "--metrics", "faithfulness", "--concurrency", "6",
+        "eval", "--no-canaries", "rows.jsonl", *judge[0], "--metrics", "faithfulness", "--concurrency", "6",
         "--judge-concurrency", "2", "--quiet", cwd=tmp_path, env=judge[1],
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -81,7 +81,9 @@ def overall_bound(seconds: float) -> Iterator[None]:
     start = time.monotonic()
     yield
     took = time.monotonic() - start
-    assert took < seconds * SCALE, f"the fuzz run took {took:.1f} s, over its bound of {seconds * SCALE} s"
+    # x3: a hang or a quadratic path is far slower; a loaded shared machine is not
+    bound = 3 * seconds * SCALE
+    assert took < bound, f"the fuzz run took {took:.1f} s, over its bound of {bound} s"
 
 
 def bounded(coro: Coroutine[Any, Any, Any], seconds: float) -> Any:
@@ -475,7 +477,9 @@ def _fuzz_wire(
 ) -> None:
     server.reset()
     metrics = [cls(llm=spec, cache=False, context_budget_tokens=budget) for cls in METRICS]
-    pipeline = EvaluationPipeline(metrics=metrics, progress=False)
+    pipeline = EvaluationPipeline(
+        metrics=metrics, progress=False, canaries=False
+    )  # the sample's requests only
     row = {"id": "fuzz", "question": question, "answer": answer, "contexts": contexts, "reference": reference}
 
     async def run() -> Any:
@@ -483,7 +487,8 @@ def _fuzz_wire(
 
     [record] = bounded(run(), 30)
     where = f"{spec.split(':')[0]} q={question!r} a={answer!r} c={contexts!r} r={reference!r}"
-    if has_surrogate(question, answer, contexts, reference):  # a bad row: its record says why
+    # a bad value fails only the metrics that need it: these three never read the reference
+    if has_surrogate(question, answer, contexts):  # a bad row: its record says why
         check_bad_row(record, where)
         assert server.requests == [], f"{where}: a request was sent for invalid text"
         event("wire: a lone surrogate")
@@ -710,7 +715,9 @@ def _fuzz_schema_replies(
         make_evaluator("llm_rubric", rubric=RUBRIC, llm=spec, cache=False, seed=seed),
         make_evaluator("g_eval", criteria=CRITERIA, llm=spec, cache=False, seed=seed),
     ]
-    pipeline = EvaluationPipeline(metrics=metrics, progress=False)
+    pipeline = EvaluationPipeline(
+        metrics=metrics, progress=False, canaries=False
+    )  # the sample's requests only
     row = {"id": "fuzz", "question": question, "answer": answer, "contexts": contexts, "reference": reference}
 
     async def run() -> Any:
@@ -718,8 +725,12 @@ def _fuzz_schema_replies(
 
     [record] = bounded(run(), 30)
     where = f"schema replies, seed {seed}: q={question!r} a={answer!r} c={contexts!r} r={reference!r}"
-    if has_surrogate(question, answer, contexts, reference):
+    if has_surrogate(question, answer, contexts):
         check_bad_row(record, where)
+        return
+    if has_surrogate(reference):  # only the metrics reading the reference fail, saying why
+        for err in record.errors:
+            assert err.status == "invalid_input" and "field" in err.message, f"{where}: {err.message}"
         return
     check_record(record, [m.name for m in metrics], where)
 

@@ -252,3 +252,43 @@ async def test_an_output_larger_than_the_memory_cap_is_refused_before_it_is_sent
     result = await CustomEvaluator("(o) => 1", memory_limit_mb=1).evaluate("x" * (2 * 1024 * 1024))
     assert result.score is None and "1 MB memory limit" in (result.message or "")
     assert "cannot fit" in result.details["error"] and time.perf_counter() - started < 5
+
+
+AFTER_SETTLE = (
+    "(o) => {{ Promise.resolve().then(() => Promise.resolve()).then(() => {{ {body} }}); return 1; }}"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # 900 levels deep, as JSON text in the harness's reply shape
+        (
+            "globalThis.__rm_result = JSON.stringify({ok: true, nonfinite: null, value: "
+            "JSON.parse('['.repeat(900) + ']'.repeat(900))})",
+            "nested deeper than 100 levels",
+        ),
+        # 20 M characters of details
+        (
+            "globalThis.__rm_result = JSON.stringify({ok: true, nonfinite: null, "
+            "value: {score: 1, details: 'x'.repeat(20000000)}})",
+            "over the limit of 8388608",
+        ),
+        ("globalThis.__rm_result = {ok: true}", "is not the harness's JSON text"),
+        ("globalThis.__rm_result = '[1, 2'", "is not valid JSON"),
+        ("globalThis.__rm_result = '[1]'", "is not the harness's reply"),
+    ],
+    ids=["900-deep", "20M-chars", "object", "not-json", "wrong-shape"],
+)
+def test_the_result_caps_hold_on_a_result_rewritten_after_settle(body: str, expected: str) -> None:
+    """Issue 22, item 15: a microtask queued to run after ``settle`` rewrites the result global."""
+    source = AFTER_SETTLE.format(body=body)
+    out = probe(f"""
+async def main():
+    r = await timed(CustomEvaluator({source!r}, memory_limit_mb=256))
+    print(json.dumps({{"r": r}}))
+asyncio.run(main())
+""")
+    result = out["r"]
+    assert result["status"] == "invalid_input" and result["score"] is None, result
+    assert expected in result["message"], result["message"]

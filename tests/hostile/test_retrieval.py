@@ -49,7 +49,7 @@ def _run(answer: Any, row: dict[str, Any]) -> Any:
     with FakeLLMServer(answer=answer) as srv:
         spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
         metrics = [cls(llm=spec, cache=False) for cls in RAG_METRICS.values()]
-        return EvaluationPipeline(metrics, progress=False).run([row])[0], srv.calls.total()
+        return EvaluationPipeline(metrics, progress=False, canaries=False).run([row])[0], srv.calls.total()
 
 
 def test_tags_in_the_reference_and_contexts_stay_data(env: None) -> None:
@@ -125,4 +125,4 @@ def test_huge_question_against_a_context_of_many_sentences_stays_linear_under_a_
     relevant, score, reason_len, seconds = json.loads(done.stdout)
     assert relevant is False and 0.0 < score < 0.01, "one name of 17,577 question words is found"
     assert reason_len < 400, "the reason names at most six words of each list"
-    assert seconds < 20, f"took {seconds:.1f} s"
+    assert seconds < 60, f"took {seconds:.1f} s"  # a quadratic path takes many minutes

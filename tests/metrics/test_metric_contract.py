@@ -96,8 +96,8 @@ def test_pipeline_and_estimate_agree_with_the_fake_server(
     openai_spec: str, fake_llm_server: FakeLLMServer
 ) -> None:
     metric = ToyRecall(llm=openai_spec, cache=False)
-    predicted = estimate([metric], ROWS)
-    results = EvaluationPipeline([metric], progress=False).run(ROWS)
+    predicted = estimate([metric], ROWS, canaries=False)
+    results = EvaluationPipeline([metric], progress=False, canaries=False).run(ROWS)
     counted = fake_llm_server.calls
     # two rows with a reference: one extraction (of the reference) and one verification each
     assert predicted.calls == counted.total() == 4
@@ -152,11 +152,11 @@ def test_cli_runs_a_metric_given_by_import_path(tmp_path: Path, fake_llm_server:
     spec = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
     env = {"OPENAI_API_KEY": "sk-test-dummy"}
     common = (str(data), "--metrics", "faithfulness,my_metrics:ToyRecall", "--judge", spec, "--no-cache")
-    est = _cli("estimate", *common, "--json", path=tmp_path, env=env)
+    est = _cli("estimate", "--no-canaries", *common, "--json", path=tmp_path, env=env)
     assert est.returncode == 0, est.stderr
     predicted = json.loads(est.stdout)["calls"]
     out = tmp_path / "out.jsonl"
-    run = _cli("eval", *common, "--quiet", "--out", str(out), path=tmp_path, env=env)
+    run = _cli("eval", "--no-canaries", *common, "--quiet", "--out", str(out), path=tmp_path, env=env)
     assert run.returncode in (0, 1), run.stderr  # 1: the row without a reference is unscored
     records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert records["full"]["scores"]["toy_recall"] == 1.0 and records["half"]["scores"]["toy_recall"] == 0.5

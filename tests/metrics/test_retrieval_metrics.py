@@ -269,14 +269,14 @@ def test_without_a_reference_precision_follows_the_answer_and_the_reference_metr
 
 def test_call_budget_counted_at_the_fake_server(spec: str, scripted_server: FakeLLMServer) -> None:
     three = [RAG_METRICS[n](llm=spec, cache=False) for n in ("faithfulness", "relevancy", "groundedness")]
-    EvaluationPipeline(three, progress=False).run([ROW])
+    EvaluationPipeline(three, progress=False, canaries=False).run([ROW])
     today_calls, today_tokens = scripted_server.calls.total(), scripted_server.prompt_tokens
     assert today_calls == 2  # the three RAG metrics alone: extraction + the plain verify.v1, as before
     for row, budget in ((ROW, 4), (NO_REF, 2)):
         scripted_server.reset()
         seven = _seven(spec)
-        predicted = estimate(seven, [row])
-        EvaluationPipeline(seven, progress=False).run([row])
+        predicted = estimate(seven, [row], canaries=False)
+        EvaluationPipeline(seven, progress=False, canaries=False).run([row])
         calls = scripted_server.calls.total()
         assert calls <= budget and predicted.calls == calls
         assert scripted_server.prompt_tokens <= 2 * today_tokens

@@ -82,13 +82,17 @@ def test_batch_run_scores_as_real_time_at_half_the_price_in_two_rounds(srv, prov
     results = EvaluationPipeline(metrics(srv, provider), batch=FAST, progress=False).run(ROWS)
     assert [r.id for r in results] == ["python", "paris", "idk"] and not any(r.errors for r in results)
     assert results[0].faithfulness == 0.5  # the seed example: one claim contradicted, one supported
-    # round 1 extracts the claims of each sample, round 2 verifies them; nothing is sent in real time
-    assert [len(b.custom_ids) for b in srv.batches] == [3, 2] and all(b.ended for b in srv.batches)
+    # round 1 extracts the claims of each sample, round 2 verifies them; nothing is sent in real time.
+    # The canaries ride in the same two batches (their extraction, then their verification): no extra round
+    assert [len(b.custom_ids) for b in srv.batches] == [3 + 1, 2 + 1] and all(b.ended for b in srv.batches)
     assert not real_time_requests(srv)
-    assert [r.task for r in batch_lines(srv)].count("claims.extract") == 3
+    assert [r.task for r in batch_lines(srv)].count("claims.extract") == 3 + 1
     batch_bodies = sorted(json.dumps(dict(r.body), sort_keys=True) for r in batch_lines(srv))
     usage = results.stats.usage
-    assert usage.calls == 5 and usage.succeeded == 5 and usage.cached_calls == 0
+    assert usage.calls == 5 + 2 and usage.succeeded == 5 + 2 and usage.cached_calls == 0
+    (canary,) = results.summary().canaries
+    assert canary.passed and canary.usage.calls == 2 and canary.usage.cost_usd > 0
+    assert sum(r.usage.calls for r in results) == 5  # the records hold their own calls only
 
     # the same data in real time, on an empty cache: the same bodies on the wire, the same scores
     monkeypatch.setenv("RAGMETRICS_CACHE_DIR", str(tmp_path / "fresh"))
@@ -98,12 +102,14 @@ def test_batch_run_scores_as_real_time_at_half_the_price_in_two_rounds(srv, prov
     assert sorted(json.dumps(dict(r.body), sort_keys=True) for r in real_time_requests(srv)) == batch_bodies
     assert live.stats.usage.prompt_tokens == usage.prompt_tokens
     assert usage.cost_usd == pytest.approx(live.stats.usage.cost_usd / 2) and usage.cost_usd > 0
+    (live_canary,) = live.summary().canaries  # at batch price in the batch run, as the rest
+    assert canary.usage.cost_usd == pytest.approx(live_canary.usage.cost_usd / 2)
 
 
 def test_a_finished_batch_fills_the_cache_so_real_time_makes_zero_calls(srv):
-    batched = EvaluationPipeline(metrics(srv), batch=FAST, progress=False).run(ROWS)
+    batched = EvaluationPipeline(metrics(srv), batch=FAST, progress=False, canaries=False).run(ROWS)
     srv.reset()
-    again = EvaluationPipeline(metrics(srv), progress=False).run(ROWS)
+    again = EvaluationPipeline(metrics(srv), progress=False, canaries=False).run(ROWS)
     assert srv.calls.total() == 0 and srv.requests == []
     assert scores(again) == scores(batched)
     assert again.stats.usage.cached_calls == 5 and again.stats.usage.cost_usd == 0
@@ -111,7 +117,7 @@ def test_a_finished_batch_fills_the_cache_so_real_time_makes_zero_calls(srv):
 
 def test_a_transient_failure_in_a_batch_is_sent_again_in_the_next_one(srv):
     srv.on(lambda r: r.task == "claims.verify" and "Paris" in r.prompt, FakeReply(status=500), times=1)
-    results = EvaluationPipeline(metrics(srv), batch=FAST, progress=False).run(ROWS)
+    results = EvaluationPipeline(metrics(srv), batch=FAST, progress=False, canaries=False).run(ROWS)
     assert not any(r.errors for r in results)
     assert [len(b.custom_ids) for b in srv.batches] == [3, 2, 1]
     paris = results[1]
@@ -148,18 +154,20 @@ def test_stop_after_submit_then_resume_in_a_new_pipeline_without_resubmitting(sr
     ledger = tmp_path / "ledger"
     with pytest.raises(BatchPendingError) as stopped:
         EvaluationPipeline(
-            metrics(srv), batch={**FAST, "max_wait_s": 0, "directory": ledger}, progress=False
+            metrics(srv), batch={**FAST, "max_wait_s": 0, "directory": ledger}, progress=False, canaries=False
         ).run(ROWS)
     first = srv.batches
     assert len(first) == 1 and stopped.value.batch_ids == [first[0].id]
     assert json.loads((next(ledger.iterdir()) / "batches.json").read_text())[0]["id"] == first[0].id
 
     with pytest.raises(ConfigError, match="resume"):  # without resume it refuses rather than pay twice
-        EvaluationPipeline(metrics(srv), batch={**FAST, "directory": ledger}, progress=False).run(ROWS)
+        EvaluationPipeline(
+            metrics(srv), batch={**FAST, "directory": ledger}, progress=False, canaries=False
+        ).run(ROWS)
     assert len(srv.batches) == 1
 
     results = EvaluationPipeline(
-        metrics(srv), batch={**FAST, "directory": ledger, "resume": True}, progress=False
+        metrics(srv), batch={**FAST, "directory": ledger, "resume": True}, progress=False, canaries=False
     ).run(ROWS)
     assert not any(r.errors for r in results) and results[0].faithfulness == 0.5
     submitted = [c for b in srv.batches for c in b.custom_ids]
@@ -183,7 +191,7 @@ def test_resume_in_a_new_process(srv, tmp_path):
         "m = FaithfulnessMetric(llm=sys.argv[1])\n"
         "try:\n"
         "    batch = {'max_wait_s': 0, 'directory': sys.argv[2]}\n"
-        "    EvaluationPipeline([m], batch=batch, progress=False).run(rows)\n"
+        "    EvaluationPipeline([m], batch=batch, progress=False, canaries=False).run(rows)\n"
         "except BatchPendingError:\n"
         "    sys.exit(3)\n"
     )
@@ -200,7 +208,7 @@ def test_resume_in_a_new_process(srv, tmp_path):
     metric = FaithfulnessMetric(llm=spec)
     rows = [{k: ROWS[0][k] for k in ("question", "answer", "contexts")}]
     results = EvaluationPipeline(
-        [metric], batch={**FAST, "directory": ledger, "resume": True}, progress=False
+        [metric], batch={**FAST, "directory": ledger, "resume": True}, progress=False, canaries=False
     ).run(rows)
     assert results[0].faithfulness == 0.5
     assert len(srv.batches) == 2 and len(srv.batches[0].custom_ids) == 1
@@ -249,7 +257,21 @@ def test_a_run_stopped_between_deferring_and_submitting_defers_those_requests_ag
     ledger = {**FAST, "directory": tmp_path / "ledger"}
     srv.on(lambda r: r.endpoint == "batches" and r.method == "POST", FakeReply(status=400), times=1)
     with pytest.raises(JudgeError, match="batch API failed to submit"):
-        EvaluationPipeline(metrics(srv), batch=ledger, progress=False).run(ROWS)
+        EvaluationPipeline(metrics(srv), batch=ledger, progress=False, canaries=False).run(ROWS)
     assert srv.batches == []  # the requests were deferred (and remembered) but never submitted
-    results = EvaluationPipeline(metrics(srv), batch=ledger, progress=False).run(ROWS)
+    results = EvaluationPipeline(metrics(srv), batch=ledger, progress=False, canaries=False).run(ROWS)
     assert not any(r.errors for r in results) and [len(b.custom_ids) for b in srv.batches] == [3, 2]
+
+
+def test_the_run_time_of_a_batch_run_counts_from_its_first_submission(srv):
+    """Before, the clock started at the final real-time pass: 127 s of waiting showed as 0.6 s."""
+    import time
+
+    srv.batch_plan(polls=1, seconds=0.6)  # each batch ends at the first poll 0.6 s after it was created
+    started = time.monotonic()
+    results = EvaluationPipeline(metrics(srv), batch={"poll_interval_s": 0.2}, progress=False).run(ROWS)
+    elapsed = time.monotonic() - started
+    assert len(srv.batches) == 2 and not any(r.errors for r in results)
+    assert 1.2 <= results.stats.wall_time_s <= elapsed  # two rounds of at least 0.6 s each
+    assert results.summary().run.wall_time_s == results.stats.wall_time_s
+    assert f"in {results.stats.wall_time_s:.1f} s" in str(results.summary())

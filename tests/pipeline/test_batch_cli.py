@@ -59,7 +59,23 @@ def test_eval_batch_then_a_real_time_eval_makes_no_call(srv, data, tmp_path, cap
     assert len(srv.batches) == 2
     srv.reset()
     assert main(["eval", str(data), "--judge", judge, "--quiet"]) == 0
-    assert srv.calls.total() == 0
+    assert srv.calls.total() == 0  # the canaries too: the batch run filled the cache with them
+
+
+def test_eval_batch_puts_the_canaries_in_the_same_batches(srv, data, capsys):
+    judge = f"openai:gpt-4o-mini@{srv.openai_base_url}"
+    args = ["eval", str(data), "--judge", judge, "--batch", "--poll-interval", "0", "--json"]
+    assert main(args) == 0, capsys.readouterr().err
+    summary = json.loads(capsys.readouterr().out)
+    (canary,) = summary["canaries"]
+    assert canary["passed"] is True and canary["usage"]["calls"] == 2
+    # 2 samples: their extractions, then their verifications; the canaries' one of each rides along
+    assert [len(b.custom_ids) for b in srv.batches] == [2 + 1, 2 + 1]
+    assert not [r for r in srv.requests if r.endpoint == "chat" and r.batch_id is None]  # none real time
+    assert summary["run"]["usage"]["calls"] == 4 + 2
+    srv.reset()
+    assert main([*args[:-1], "--no-canaries", "--quiet", "--no-cache"]) == 0
+    assert [len(b.custom_ids) for b in srv.batches] == [2, 2]
 
 
 def test_max_wait_exits_3_and_resume_collects(srv, data, tmp_path, capsys):

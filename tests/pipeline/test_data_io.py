@@ -204,7 +204,9 @@ async def test_named_metrics_are_judged_by_the_llm_given(fake_llm_server, openai
             json={"verdicts": [{"claim": 0, "verdict": "supported", "context": 0, "evidence": "Paris"}]}
         ),
     )
-    results = await ragmetrics.evaluate(ROWS[1:], metrics="faithfulness", llm=openai_spec, progress=False)
+    results = await ragmetrics.evaluate(
+        ROWS[1:], metrics="faithfulness", llm=openai_spec, progress=False, canaries=False
+    )
     assert results[0].faithfulness == 1.0
     assert fake_llm_server.calls.total() == 2
     assert results[0].results["faithfulness"].judge is not None
@@ -217,7 +219,10 @@ def test_the_pipeline_takes_metric_names_like_the_cli(monkeypatch: pytest.Monkey
     assert pipeline.metric_names == ["faithfulness", "relevancy", "exact_match"]
     results = pipeline.run(ROWS)
     assert all(r.ok for r in results) and results[1].exact_match == 1.0
-    with pytest.raises(ConfigError, match=r"unknown metric 'faithfulnes'; choose from .*faithfulness"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown metric 'faithfulnes' \(did you mean 'faithfulness'\?\); choose from .*faithfulness",
+    ):
         EvaluationPipeline(metrics=["faithfulnes"])
     with pytest.raises(ConfigError, match="unknown metric 'g_eval'"):  # needs options: an object
         ragmetrics.evaluate_sync(ROWS, metrics=["g_eval"])
@@ -337,14 +342,17 @@ def test_claims_level_gives_one_row_per_claim_with_its_evidence(
     claims = results.to_pandas(level="claims")
     assert isinstance(claims, pd.DataFrame) and list(claims.columns) == list(CLAIM_COLUMNS)
     assert list(claims["claim"]) == ["Python is compiled.", "Python was created in 1991."]
-    assert list(claims["verdict"]) == ["contradicted", "supported"]
+    # the second quote is not in the context (nor after the re-ask): it counts as not_found
+    assert list(claims["verdict"]) == ["contradicted", "not_found"]
+    assert claims["judge_verdict"].isna()[0] and claims.loc[1, "judge_verdict"] == "supported"
+    assert list(claims["span_found"]) == [True, True]
     assert list(claims["id"]) == ["py", "py"] and list(claims["metric"]) == ["faithfulness"] * 2
     assert list(claims["context_index"]) == [0, 0]
     assert list(claims["evidence"]) == ["an interpreted language", "created in 2091"]
     assert list(claims["quote_found"]) == [True, False]  # the second quote is not in the context
     assert claims.loc[0, "reason"] == "interpreted, not compiled"
     written = results.to_jsonl(tmp_path / "claims.jsonl", level="claims").read_text().splitlines()
-    assert [json.loads(x)["verdict"] for x in written] == ["contradicted", "supported"]
+    assert [json.loads(x)["verdict"] for x in written] == ["contradicted", "not_found"]
     with pytest.raises(ConfigError, match="level must be 'samples'"):
         results.to_pandas(level="claim")  # type: ignore[arg-type]
 

@@ -86,9 +86,9 @@ def test_a_missing_column_is_named_with_the_columns_there_are(tmp_path: Path) ->
 def test_unknown_source_types_and_files_fail_clearly(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         Dataset(tmp_path / "nope.jsonl")
-    (tmp_path / "d.parquet").write_bytes(b"")
-    with pytest.raises(ConfigError, match="unsupported type '.parquet'"):
-        Dataset(tmp_path / "d.parquet")
+    (tmp_path / "d.xlsx").write_bytes(b"")
+    with pytest.raises(ConfigError, match="unsupported type '.xlsx'"):
+        Dataset(tmp_path / "d.xlsx")
     with pytest.raises(ConfigError, match="evaluate\\(questions="):
         Dataset({"answers": ["a"]})
     with pytest.raises(ConfigError, match="unsupported type int"):

@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent("""
     spec, cache, data, out = sys.argv[1:5]
     opts = dict(cache=cache, backoff_initial_s=0, max_concurrency=4)
     metrics = [FaithfulnessMetric(llm=spec, **opts), RelevancyMetric(llm=spec, **opts)]
-    results = EvaluationPipeline(metrics=metrics, concurrency=4).run(data)
+    results = EvaluationPipeline(metrics=metrics, concurrency=4, canaries=False).run(data)
     with open(out, "w") as fh:
         json.dump([r.scores for r in results], fh)
 """)
@@ -78,10 +78,13 @@ def launch(
 
 
 def cache_entries(cache: Path) -> int:
-    import diskcache
+    from ragmetrics.judge.rows import JsonRows
 
-    with diskcache.Cache(str(cache)) as disk:
-        return len(disk)
+    rows = JsonRows(cache, what="judge cache", hint="")
+    try:
+        return rows.count()
+    finally:
+        rows.close()
 
 
 async def reference(n: int) -> list[dict[str, float | None]]:
@@ -92,10 +95,10 @@ async def reference(n: int) -> list[dict[str, float | None]]:
 
 async def test_a_finished_dataset_reruns_with_zero_calls(srv: FakeLLMServer, tmp_path: Path) -> None:
     spec = f"openai:fake-model@{srv.openai_base_url}"
-    first = await EvaluationPipeline(metrics=three(spec, tmp_path / "c")).evaluate(rows(30))
+    first = await EvaluationPipeline(metrics=three(spec, tmp_path / "c"), canaries=False).evaluate(rows(30))
     assert srv.calls.total() == 60
     srv.reset()
-    again = await EvaluationPipeline(metrics=three(spec, tmp_path / "c")).evaluate(rows(30))
+    again = await EvaluationPipeline(metrics=three(spec, tmp_path / "c"), canaries=False).evaluate(rows(30))
     assert srv.calls.total() == 0
     assert [r.scores for r in again] == [r.scores for r in first]
     # per sample, the extraction and the verification come from the cache; the other metrics' three
@@ -112,16 +115,18 @@ async def test_a_finished_dataset_reruns_with_zero_calls(srv: FakeLLMServer, tmp
 
 async def test_changing_model_or_parameters_misses_the_cache(srv: FakeLLMServer, tmp_path: Path) -> None:
     spec = f"openai:fake-model@{srv.openai_base_url}"
-    await EvaluationPipeline(metrics=three(spec, tmp_path / "c")).evaluate(rows(3))
+    await EvaluationPipeline(metrics=three(spec, tmp_path / "c"), canaries=False).evaluate(rows(3))
     assert srv.calls.total() == 6
     other = f"openai:other-model@{srv.openai_base_url}"
-    await EvaluationPipeline(metrics=three(other, tmp_path / "c")).evaluate(rows(3))
+    await EvaluationPipeline(metrics=three(other, tmp_path / "c"), canaries=False).evaluate(rows(3))
     assert srv.calls.total() == 12
-    await EvaluationPipeline(metrics=three(spec, tmp_path / "c", temperature=0.7)).evaluate(rows(3))
-    assert srv.calls.total() == 18
-    await EvaluationPipeline(metrics=three(spec, tmp_path / "c", timeout_s=9, max_attempts=2)).evaluate(
+    await EvaluationPipeline(metrics=three(spec, tmp_path / "c", temperature=0.7), canaries=False).evaluate(
         rows(3)
     )
+    assert srv.calls.total() == 18
+    await EvaluationPipeline(
+        metrics=three(spec, tmp_path / "c", timeout_s=9, max_attempts=2), canaries=False
+    ).evaluate(rows(3))
     assert srv.calls.total() == 18  # retries and timeouts are not part of the key
 
 
@@ -146,11 +151,11 @@ async def test_a_run_killed_half_way_resumes_with_only_the_missing_calls(
     assert made_before - saved <= 4 + 1  # at most the requests in flight were lost
 
     srv.reset()
-    results = await EvaluationPipeline(metrics=two(spec, cache), concurrency=4).evaluate(data)
+    results = await EvaluationPipeline(metrics=two(spec, cache), concurrency=4, canaries=False).evaluate(data)
     assert srv.calls.total() == 2 * n - saved  # only the missing calls
     assert [r.scores for r in results] == await reference(n)
     srv.reset()
-    await EvaluationPipeline(metrics=two(spec, cache)).evaluate(data)
+    await EvaluationPipeline(metrics=two(spec, cache), canaries=False).evaluate(data)
     assert srv.calls.total() == 0
 
 
@@ -170,5 +175,5 @@ async def test_two_processes_share_one_cache_directory_safely(srv: FakeLLMServer
     assert 2 * n <= srv.calls.total() <= 4 * n
     assert cache_entries(cache) == 2 * n
     srv.reset()
-    results = await EvaluationPipeline(metrics=two(spec, cache)).evaluate(data)
+    results = await EvaluationPipeline(metrics=two(spec, cache), canaries=False).evaluate(data)
     assert srv.calls.total() == 0 and [r.scores for r in results] == expected

@@ -148,7 +148,7 @@ async def test_three_metrics_on_one_sample_cost_exactly_two_calls(
     srv: FakeLLMServer, spec: str, tmp_path: Path
 ) -> None:
     data = rows(6)
-    results = await EvaluationPipeline(metrics=three(spec, tmp_path / "c")).evaluate(data)
+    results = await EvaluationPipeline(metrics=three(spec, tmp_path / "c"), canaries=False).evaluate(data)
     assert srv.calls == {"claims.extract": 6, "claims.verify": 6}
     assert all(r.usage.calls == 2 for r in results)
     stats = results.stats
@@ -281,7 +281,7 @@ async def test_bad_rows_become_error_records_naming_row_and_field(
     data[1] = {"question": "q?", "contexts": ["c"]}  # no answer
     data[2] = {**data[2], "contexts": None}
     data[3] = {**data[3], "question": 42}
-    results = await EvaluationPipeline(metrics=three(spec, tmp_path / "c")).evaluate(data)
+    results = await EvaluationPipeline(metrics=three(spec, tmp_path / "c"), canaries=False).evaluate(data)
     assert len(results) == 5
     assert results[0].ok and results[4].ok
     for i, field in ((1, "answer"), (2, "contexts"), (3, "question")):
@@ -343,14 +343,14 @@ async def test_a_sample_over_its_time_limit_gets_status_timeout_and_the_run_ends
 ) -> None:
     await EvaluationPipeline(metrics=three(spec, False)).evaluate(rows(1))  # SDK imports outside the clock
     srv.on(lambda r: "Item 2 " in r.prompt, FakeReply(hang=True))
-    pipeline = EvaluationPipeline(metrics=three(spec, tmp_path / "c", timeout_s=30), timeout_per_sample_s=2)
+    pipeline = EvaluationPipeline(metrics=three(spec, tmp_path / "c", timeout_s=60), timeout_per_sample_s=5)
     started = asyncio.get_running_loop().time()
     results = await pipeline.evaluate(rows(5))
-    assert asyncio.get_running_loop().time() - started < 10  # the hung sample is cut off at 2 s
+    assert asyncio.get_running_loop().time() - started < 40  # the hung sample is cut off at 5 s, not 60
     timed_out = results[2]
     assert {e.status for e in timed_out.errors} == {"timeout"}
     assert timed_out.status_of("relevancy") == "timeout"
-    assert "timeout_per_sample_s=2 s" in timed_out.errors[0].message
+    assert "timeout_per_sample_s=5 s" in timed_out.errors[0].message
     assert all(r.ok for i, r in enumerate(results) if i != 2), [r.errors for r in results]
 
 
@@ -370,7 +370,7 @@ async def test_a_call_over_its_time_limit_is_retried_then_reported_as_timeout(
 async def test_repeats_run_each_judge_call_again_and_report_the_spread(
     srv: FakeLLMServer, spec: str, tmp_path: Path
 ) -> None:
-    pipeline = EvaluationPipeline(metrics=three(spec, tmp_path / "c"), repeats=3)
+    pipeline = EvaluationPipeline(metrics=three(spec, tmp_path / "c"), repeats=3, canaries=False)
     results = await pipeline.evaluate(rows(4))
     assert srv.calls == {"claims.extract": 12, "claims.verify": 12}  # keyed by repeat index
     record = results[1]
@@ -454,9 +454,9 @@ def test_progress_bar_line_has_rate_eta_cache_and_cost() -> None:
 
     out = io.StringIO()
     bar = ProgressBar(10, enabled=True, stream=out, min_interval_s=0)
-    bar.update(4, cache_hits=3, cache_requests=8, cost_usd=0.0123, failed=1)
+    bar.update(4, cache_hits=3, cache_requests=8, calls=5, cost_usd=0.0123, failed=1)
     line = bar.line()
-    assert line.startswith("4/10 |") and "ETA" in line and "cache 3/8" in line and "$0.0123" in line
+    assert line.startswith("4/10 |") and "ETA" in line and "5 calls, 3 cached" in line and "$0.0123" in line
     bar.close()
     assert out.getvalue().endswith("\n")
     assert ProgressBar(10, stream=io.StringIO()).style == "lines"  # not a terminal: a log

@@ -6,6 +6,8 @@ See :mod:`ragmetrics.judge.offline.judge` for what the judge does and why; this 
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -16,7 +18,7 @@ from ragmetrics.judge.offline import text as _text
 _DIRECT_SHARE = 0.25
 """A claim sharing this share of the question's content stems (or two of them) is ``direct``."""
 
-_CITATION = re.compile(r"\s*\[\d+(?:\s*[,\-–]\s*\d+)*\]")
+_CITATION = re.compile(r"(?<!\s)\s*\[\d+(?:\s*[,\-–]\s*\d+)*\]")
 _FIRST_PERSON = frozenset(
     "i me my mine myself we us our ours ourselves i'm i've i'd i'll we're we've we'd we'll".split()
 )
@@ -68,7 +70,7 @@ _DEFLECTION = re.compile(
 """A deflection to other sources ("you may want to check another source"): it asserts nothing."""
 _LIST_INTRO = re.compile(
     r"(?:\b(?:include|includes|including|involve|involves|as follows)"
-    r"|\bthe following(?:\s+[\w-]+){0,3})\s*[:.]?(?:\s*\(?\d{1,2}[.)])?\s*$",
+    r"|\bthe following(?:\s+[\w-]+){0,3})\s*(?:[:.]\s*)?(?:\(?\d{1,2}[.)]\s*)?$",  # one way to read spaces
     re.IGNORECASE,
 )
 """The end of a sentence that only introduces a list ("Possible causes include:", "... involve the
@@ -96,15 +98,19 @@ _LEADING = re.compile(
     + r"))+",
     re.IGNORECASE,
 )
+# Every pattern that starts with a whitespace run starts it with (?<!\s): a match can only begin where
+# the run begins (greedy, it always did), and finditer no longer tries each position inside the run
+# again, which made a run of n spaces cost n**2 steps (16,000 spaces took 31 s; issue 22, item 13).
 # clause breaks: group "rel" keeps its relative pronoun in the next piece ("which is ...")
 _CLAUSE_BREAK = re.compile(
-    r"\s*;\s*"
+    r"(?<!\s)\s*;\s*"
     r"|,\s+(?:and|but|or|so|yet|while|whereas|although|though|because|since|as well as|thus|hence)\s+"
     r"|,\s+(?=(?P<rel>which|who|whom|where|making|allowing|enabling)\s)"
-    r"|\s+(?:but|whereas|while|because|although)\s+"
-    r"|\s+and\s+",
+    r"|(?<!\s)\s+(?:but|whereas|while|because|although)\s+"
+    r"|(?<!\s)\s+and\s+",
     re.IGNORECASE,
 )
+_SEMICOLON = re.compile(r"(?<!\s)\s*[;；]\s*")
 _FINITE = frozenset(
     """is was are were has have had be been became become becomes began begins came comes went goes made
     makes took takes gave gives got gets won wins lost loses led leads left found finds wrote writes built
@@ -115,8 +121,8 @@ _FINITE = frozenset(
 _SUBJECTS = frozenset("he she it they we i you there this that these those".split())
 _COPULA = frozenset("is was are were".split())
 _PARTICIPLE = re.compile(
-    r"\s+(?=(?:\w+ed|born|known|written|built|made|founded|held|taken|given|shown|grown|sold|led|won|begun)"
-    r"\s+(?:in|on|at|by|from|during|since|as|for)\b)",
+    r"(?<!\s)\s+(?=(?:\w+ed|born|known|written|built|made|founded|held|taken|given|shown|grown|sold|led"
+    r"|won|begun)\s+(?:in|on|at|by|from|during|since|as|for)\b)",
     re.IGNORECASE,
 )
 
@@ -158,31 +164,41 @@ def _strip_leading(sentence: str, start: int) -> tuple[int, str]:
 
 def _participle_cuts(sentence: str) -> list[tuple[int, int]]:
     """Cut before a participle phrase that follows ``subject + copula + short noun phrase``."""
-    cuts = []
+    cuts: list[tuple[int, int]] = []
     spans = _text.token_spans(sentence)
+    if not spans:
+        return cuts
+    tokens = [t for t, _, _ in spans]
+    starts = [s for _, s, _ in spans]
+    ends = [e for _, _, e in spans]
+    # counts over prefixes and suffixes, so each cut costs a bisection, not a pass over the sentence
+    copulas_before = list(itertools.accumulate((t in _COPULA for t in tokens), initial=0))
+    first_copula = next((i for i, t in enumerate(tokens) if t in _COPULA), -1)
+    finite_from = list(itertools.accumulate((t in _FINITE for t in reversed(tokens)), initial=0))[::-1]
     for m in _PARTICIPLE.finditer(sentence):
-        before = [t for t, _, e in spans if e <= m.start()]
-        after = [t for t, s, _ in spans if s >= m.end()]
-        copulas = [i for i, t in enumerate(before) if t in _COPULA]
+        n_before = bisect.bisect_right(ends, m.start())  # tokens ending before the cut
+        first_after = bisect.bisect_left(starts, m.end())  # the first token starting after it
         if (
-            len(copulas) == 1
-            and 1 <= len(before) - copulas[0] - 1 <= 4  # "is [a compiled language] created in"
-            and not any(t in _FINITE for t in after[1:])
+            copulas_before[n_before] == 1
+            and 1 <= n_before - first_copula - 1 <= 4  # "is [a compiled language] created in"
+            and not finite_from[min(first_after + 1, len(tokens))]  # no finite verb after the participle
         ):
             cuts.append((m.start(), m.end()))
     return cuts
 
 
 _LIST_CONJUNCTIONS = frozenset(("and", "or", "as well as"))
+_LIST_STOP = re.compile(r"[,;]")
 
 
-def _has_verb(text: str) -> bool:
-    """Whether ``text`` up to its next comma or semicolon reads as a clause, not a list item.
+def _has_verb(text: str, start: int = 0) -> bool:
+    """Whether ``text`` from ``start`` up to its next comma or semicolon reads as a clause, not a list item.
 
     A clause starts with a subject pronoun or a verb, or holds a common finite verb (``is``,
     ``became``, ...); a list item (``pulmonary nodules``, ``possibly biopsies``) does neither.
     """
-    tokens = _text.tokenize(re.split(r"[,;]", text, maxsplit=1)[0])
+    stop = _LIST_STOP.search(text, start)
+    tokens = _text.tokenize(text[start : stop.start() if stop else len(text)])
     if not tokens:
         return False
     first = tokens[0]
@@ -197,7 +213,7 @@ def _clauses(sentence: str, english: bool) -> list[tuple[int, int, bool]]:
     ``takes_subject`` marks pieces after a coordinating break, whose missing subject is the sentence's.
     """
     cuts: list[tuple[int, int, bool]] = []
-    breaks = _CLAUSE_BREAK.finditer(sentence) if english else re.finditer(r"\s*[;；]\s*", sentence)
+    breaks = _CLAUSE_BREAK.finditer(sentence) if english else _SEMICOLON.finditer(sentence)
     for m in breaks:
         word = m.group().strip(" ,").lower()
         if word == "and":
@@ -205,7 +221,7 @@ def _clauses(sentence: str, english: bool) -> list[tuple[int, int, bool]]:
             verb = bool(after) and (after[0] in _FINITE or (after[0].endswith("ed") and len(after[0]) > 4))
             if not (verb or (after and after[0] in _SUBJECTS)):
                 continue  # "A and B": a list, not two clauses
-        elif word in _LIST_CONJUNCTIONS and not _has_verb(sentence[m.end() :]):
+        elif word in _LIST_CONJUNCTIONS and not _has_verb(sentence, m.end()):  # no copy of the rest
             continue  # "A, B, and C" / "X, or possibly Y": the last item of a list, not a clause
         cuts.append((m.start(), m.end(), not (english and m.groupdict().get("rel"))))
     if english:

@@ -43,11 +43,17 @@ def _is_abbreviation(text: str, dot: int) -> bool:
 
 def _soft_line_break(text: str, at: int) -> bool:
     """True for a single line break inside running text (lower-case or comma on both sides)."""
-    before = text[:at].rstrip(" \t")
-    after = text[at + 1 :].lstrip(" \t")
-    if not before or not after or after[0] == "\n":
+    # the characters either side, past spaces and tabs (no copy of the text: one per line break was
+    # quadratic on many lines)
+    i = at
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    j, n = at + 1, len(text)
+    while j < n and text[j] in " \t":
+        j += 1
+    if i == 0 or j == n or text[j] == "\n":
         return False
-    return (before[-1].islower() or before[-1] in ",;") and after[0].islower()
+    return (text[i - 1].islower() or text[i - 1] in ",;") and text[j].islower()
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

@@ -16,11 +16,13 @@ from pydantic import ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from ragmetrics.errors import redact
+from ragmetrics.judge.providers._deadline import deadline_message
 from ragmetrics.judge.retry import Failure, http_failure
 
 __all__ = [
     "classify_call_error",
     "classify_instructor",
+    "classify_reply",
     "hit_token_limit",
     "prepared",
     "reask_policy",
@@ -57,17 +59,27 @@ def reask_policy(reasks: int) -> AsyncRetrying:
 
 
 def total_tokens(value: Any, fallback: Any) -> tuple[int, int]:
-    """(prompt, completion) tokens over every attempt instructor made, from its accumulated usage."""
+    """(prompt, completion) tokens over every attempt instructor made, from its accumulated usage.
+
+    A count that is not a whole non-negative number (NaN, negative, a string) reads as 0; the judge's
+    meter decides what an attempt is billed at (see :func:`ragmetrics.judge.metering.plausible`).
+    """
     usage = getattr(value, "_total_usage", None) or getattr(fallback, "usage", None)
     if usage is None:
         return 0, 0
     prompt = getattr(usage, "prompt_tokens", None)
     if prompt is None:
-        prompt = getattr(usage, "input_tokens", 0) or 0
+        prompt = getattr(usage, "input_tokens", 0)
     completion = getattr(usage, "completion_tokens", None)
     if completion is None:
-        completion = getattr(usage, "output_tokens", 0) or 0
-    return int(prompt or 0), int(completion or 0)
+        completion = getattr(usage, "output_tokens", 0)
+    return _whole(prompt), _whole(completion)
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
 
 
 def classify_instructor(exc: BaseException) -> tuple[Failure | None, BaseException]:
@@ -99,6 +111,57 @@ def classify_instructor(exc: BaseException) -> tuple[Failure | None, BaseExcepti
             message=f"output failed validation: {'; '.join(_problems(exc))[:300]}",
         ), exc
     return None, exc
+
+
+def classify_reply(exc: BaseException, cause: BaseException) -> Failure | None:
+    """A 2xx reply that instructor could not read: a gateway's error body, or a body nothing can parse.
+
+    Some gateways answer HTTP 200 with ``{"error": ...}`` instead of an error status: that is the
+    provider's error, transient or not by the code it carries (transient when it carries none, as a
+    gateway's upstream failure is). A body nested too deep to decode, or one without the fields of a
+    reply, is a provider error that retrying the same server will not fix.
+
+    Returns:
+        The failure, or None when ``exc`` is not instructor's wrapper around such a reply.
+    """
+    from instructor.core.exceptions import InstructorRetryException
+
+    if not isinstance(exc, InstructorRetryException):
+        return None
+    error = _error_in(getattr(exc, "last_completion", None))
+    if error is not None:
+        message, code = error
+        text = f"the server answered HTTP 200 with an error instead of a reply: {message[:300]}"
+        if code is not None and 400 <= code < 600:
+            return dataclasses.replace(http_failure(code, None, "", {}), message=text, http_status=None)
+        return Failure(status="provider_error", transient=True, message=text)
+    if isinstance(cause, RecursionError):
+        why = "its JSON nests too deep to decode"
+    else:
+        why = f"{type(cause).__name__}: {str(cause)[:200]}"
+    return Failure(
+        status="provider_error",
+        transient=False,
+        message=f"the server's reply could not be read as a completion ({why})",
+        hint="check that the base URL points at an OpenAI- or Anthropic-compatible API",
+    )
+
+
+def _error_in(completion: Any) -> tuple[str, int | None] | None:
+    """The (message, code) of an error object inside a 2xx reply body, if it carries one."""
+    extra = getattr(completion, "model_extra", None)
+    error = extra.get("error") if isinstance(extra, dict) else None
+    if error is None and getattr(completion, "type", None) == "error":  # Anthropic's shape
+        error = getattr(completion, "error", None) or {}
+    if error is None:
+        return None
+    if not isinstance(error, dict):
+        return str(error), None
+    message = error.get("message") or error.get("type") or json.dumps(error, default=str)[:300]
+    code = error.get("code", error.get("status"))
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    return str(message), code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def hit_token_limit(exc: BaseException, max_tokens: int) -> bool:
@@ -173,6 +236,18 @@ def classify_call_error(
     return failure if clean == failure.message else dataclasses.replace(failure, message=clean)
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether a connection error was a refused connection (its causes hold a ConnectionRefusedError)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError) or "connection refused" in str(cause).lower():
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _classify(
     exc: BaseException,
     sdk: Any,
@@ -182,6 +257,7 @@ def _classify(
     hints: Mapping[int, str],
     text: Callable[[Any], str],
 ) -> Failure | None:
+    original = exc
     failure, exc = classify_instructor(exc)
     if failure is not None:
         return failure
@@ -189,11 +265,16 @@ def _classify(
         return Failure(
             status="timeout",
             transient=True,
-            message=f"no reply within {timeout_s:g} s",
+            message=deadline_message(exc) or f"no reply within {timeout_s:g} s",
             min_wait_s=timeout_s / 4,
         )
     if isinstance(exc, sdk.APIConnectionError):
-        return Failure(status="provider_error", transient=True, message=f"could not connect to {host}: {exc}")
+        return Failure(
+            status="provider_error",
+            transient=True,
+            message=f"could not connect to {host}: {exc}",
+            refused=_refused(exc),
+        )
     if isinstance(exc, sdk.APIStatusError):
         return http_failure(exc.status_code, exc.response.headers.get("retry-after"), text(exc), hints)
-    return None
+    return classify_reply(original, exc)

@@ -19,6 +19,7 @@ is closed. A client with its own ``http_client`` (proxies, certificates) keeps i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import logging
 import time
@@ -37,8 +38,15 @@ from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
 from ragmetrics.judge.breaker import DeadJudgeBreaker
 from ragmetrics.judge.limits import AdaptiveLimiter, RateGate, RateLimiter
 from ragmetrics.judge.pricing import PriceTable, cost_usd, load_prices
+from ragmetrics.judge.providers._deadline import deadline_client
 from ragmetrics.judge.providers._instructor import hit_token_limit
-from ragmetrics.judge.retry import Failure, RetryPolicy, TransientFailure, WaitRetryAfterOrBackoff
+from ragmetrics.judge.retry import (
+    REFUSED_WAIT_S,
+    Failure,
+    RetryPolicy,
+    TransientFailure,
+    WaitRetryAfterOrBackoff,
+)
 from ragmetrics.score import JudgeInfo, Usage
 from ragmetrics.settings import JudgeSettings, api_key_for
 
@@ -204,8 +212,11 @@ class ProviderJudge(ABC):
         return cost_usd(self.prices, settings.provider, settings.model, prompt_tokens, completion_tokens)
 
     def _http_client(self, sdk: Any) -> Any:
-        """The SDK's default async HTTP client with the metering hooks (``sdk``: openai or anthropic)."""
-        return sdk.DefaultAsyncHttpxClient(event_hooks=metering.event_hooks())
+        """The SDK's default async HTTP client with the metering hooks (``sdk``: openai or anthropic).
+
+        Each request on it ends within ``timeout_s`` of wall clock, however slowly the server sends.
+        """
+        return deadline_client(sdk, self.settings.timeout_s, event_hooks=metering.event_hooks())
 
     def _spent(self, meter: metering.Meter, calls: int, outcome: CallOutcome | None) -> Usage:
         """The request's usage: the meter's, or the loop's own count if the client has no hooks."""
@@ -214,10 +225,23 @@ class ProviderJudge(ABC):
         prompt, completion = outcome.prompt_tokens, outcome.completion_tokens
         return Usage(
             calls=calls,
+            downgraded=meter.downgraded,
             prompt_tokens=prompt,
             completion_tokens=completion,
             cost_usd=self._cost(prompt, completion),
         )
+
+    def _backstop_s(self) -> float | None:
+        """The limit on one structured call, re-asks included, for a user's own HTTP client.
+
+        None (no limit) on the HTTP clients this judge builds, where each attempt ends at ``timeout_s``
+        (:mod:`~ragmetrics.judge.providers._deadline`): a bound on the whole call would also count the
+        SDKs' first-call imports, seconds on a loaded machine.
+        """
+        entry = self._clients.get(asyncio.get_running_loop())
+        if entry is not None and entry[1]:
+            return None
+        return self.settings.timeout_s * (self.settings.reasks + 1) + 5
 
     def _error(self, failure: Failure, attempts: int) -> JudgeError:
         meter = metering.current()
@@ -249,6 +273,11 @@ class ProviderJudge(ABC):
             try:
                 outcome, calls = await self._complete(request, meter)
             except asyncio.CancelledError:
+                metering.note_unclaimed(meter.usage(self._cost))
+                raise
+            except JudgeError:
+                raise  # carries its usage
+            except Exception:  # not classified: its attempts still count, on the row
                 metering.note_unclaimed(meter.usage(self._cost))
                 raise
             usage = self._spent(meter, calls, outcome).model_copy(update={"succeeded": 1})
@@ -299,8 +328,10 @@ class ProviderJudge(ABC):
                 with attempt:
                     attempt_no = attempt.retry_state.attempt_number
                     await self.limiter.acquire()
-                    refused = self.breaker.check()
-                    if refused is not None:  # a dead judge: fail at once, sending nothing
+                    refused = self.breaker.check() or _cap_refusal()
+                    if (
+                        refused is not None
+                    ):  # a dead judge, or max_calls reached: fail at once, sending nothing
                         await self.limiter.release()
                         raise self._error(refused, attempt_no - 1)
                     if attempt_no > 1:
@@ -311,10 +342,9 @@ class ProviderJudge(ABC):
                         if self.rate is not None:
                             await self.rate.acquire(_prompt_estimate(request))
                         marked = _IN_OUR_CALL.set(True)  # copied into the task wait_for makes
-                        try:
+                        try:  # a backstop: each HTTP attempt ends at timeout_s on our HTTP clients
                             outcome = await asyncio.wait_for(
-                                self._call(client, request, max_tokens),
-                                timeout=self.settings.timeout_s * (self.settings.reasks + 1) + 5,
+                                self._call(client, request, max_tokens), timeout=self._backstop_s()
                             )
                         finally:
                             _IN_OUR_CALL.reset(marked)
@@ -326,15 +356,23 @@ class ProviderJudge(ABC):
                             Failure(
                                 status="timeout",
                                 transient=True,
-                                message=f"no reply within {self.settings.timeout_s:g} s",
+                                message=f"no complete reply within {self._backstop_s() or 0:g} s "
+                                f"(timeout_s={self.settings.timeout_s:g} for each of up to "
+                                f"{self.settings.reasks + 1} attempts, re-asks included)",
                                 min_wait_s=self.settings.timeout_s / 4,
                             )
                         ) from exc
                     except Exception as exc:
+                        if _refused_by_cap(exc):  # the cap filled as this attempt left: it was not sent
+                            raise self._error(_cap_failure(metering.current_cap()), attempt_no - 1) from exc
                         failure = self._classify(exc)
                         if failure is None:
                             raise
                         self.breaker.on_failure(failure)
+                        if failure.transient and self.breaker.tripped:  # dead: no more retries
+                            raise self._error(self.breaker.check() or failure, attempt_no) from exc
+                        if failure.refused and not self.breaker.answered:  # nothing listens there
+                            failure = dataclasses.replace(failure, max_wait_s=REFUSED_WAIT_S)
                         if failure.status == "judge_output_invalid" and hit_token_limit(exc, max_tokens):
                             failure = Failure(
                                 status="truncated",
@@ -344,7 +382,7 @@ class ProviderJudge(ABC):
                         if failure.status == "truncated":
                             raise _Truncated(failure.message) from exc
                         if failure.status in ("rate_limited", "timeout"):
-                            self.limiter.on_rate_limited()
+                            self.limiter.on_rate_limited(failure.retry_after_s)
                         if failure.transient:
                             raise TransientFailure(failure) from exc
                         raise self._error(failure, attempt_no) from exc
@@ -361,6 +399,38 @@ class ProviderJudge(ABC):
         except TransientFailure as exc:
             raise self._error(exc.failure, attempt_no) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _refused_by_cap(exc: BaseException) -> bool:
+    """Whether ``exc`` is (or wraps, as an SDK's connection error does) our hook's ``CallCapReached``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, metering.CallCapReached):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _cap_refusal() -> Failure | None:
+    """The failure of an attempt the run's ``max_calls`` leaves no room for (None: room left)."""
+    cap = metering.current_cap()
+    if cap is None or not cap.full:
+        return None
+    cap.refused += 1
+    return _cap_failure(cap)
+
+
+def _cap_failure(cap: metering.CallCap | None) -> Failure:
+    """The failure of an attempt not sent because the run's ``max_calls`` were all sent."""
+    limit = cap.max_calls if cap is not None else "?"
+    return Failure(
+        status="provider_error",
+        transient=False,
+        message=f"not sent: the run's max_calls={limit} calls were all sent",
+        hint="raise --max-calls / max_calls",
+    )
 
 
 def _prompt_estimate(request: JudgeRequest[BaseModel]) -> int:

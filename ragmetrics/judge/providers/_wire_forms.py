@@ -14,7 +14,7 @@ from typing import Any
 
 from ragmetrics.judge.schema import strict_schema
 
-__all__ = ["FORMS", "next_form", "wire_body"]
+__all__ = ["FORMS", "next_form", "weaker", "wire_body"]
 
 FORMS: Mapping[str, str] = {
     "tools": "TOOLS",
@@ -51,6 +51,11 @@ def next_form(form: str, status: int, error: str) -> str | None:
     else:
         rejected = False
     return _ORDER[_ORDER.index(form) + 1] if rejected else None
+
+
+def weaker(a: str, b: str) -> str:
+    """The later of two forms in the order auto mode tries them."""
+    return max(a, b, key=_ORDER.index)
 
 
 @functools.lru_cache(maxsize=256)

@@ -12,16 +12,20 @@
 A result is a *reply* as :mod:`ragmetrics.judge.providers._replay` replays it: ``(HTTP status, JSON
 body)`` for an answered request (``200`` and a Chat Completions / Messages body, or an error status
 and the provider's error body), or a *lost* marker ``{"lost": "expired" | "cancelled" | "failed" |
-"missing", "message": ...}`` for a request that was never answered. Management calls (upload, create,
-poll, download) use the SDK's own retries; a failure that outlasts them is a
-:class:`~ragmetrics.errors.JudgeError` with status ``provider_error``.
+"missing", "message": ...}`` for a request that was never answered. Management calls (upload, poll,
+download, list) use the SDK's own retries; a failure that outlasts them is a
+:class:`~ragmetrics.errors.JudgeError` with status ``provider_error``. The create is the one call
+that costs money, so it is never retried blindly: it carries an idempotency key (the ledger's intent
+id; on OpenAI also in ``metadata``), and a create whose reply is lost is looked up in the provider's
+list of batches before another is sent (:meth:`BatchAPI.submit`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +33,15 @@ from ragmetrics.errors import ConfigError, JudgeError
 from ragmetrics.judge.providers._provider import ProviderJudge
 from ragmetrics.judge.retry import Failure
 
-__all__ = ["BATCH_PROVIDERS", "AnthropicBatches", "BatchAPI", "BatchState", "OpenAIBatches", "batch_api_for"]
+__all__ = [
+    "BATCH_PROVIDERS",
+    "AnthropicBatches",
+    "BatchAPI",
+    "BatchState",
+    "Intent",
+    "OpenAIBatches",
+    "batch_api_for",
+]
 
 BATCH_PROVIDERS = ("openai", "anthropic")
 """Judge providers with a batch API ragmetrics drives (Azure, Bedrock, Vertex and Gemini are not wired)."""
@@ -49,6 +61,32 @@ _ANTHROPIC_STATUS = {
 
 Reply = tuple[int, dict[str, Any]] | dict[str, str]
 """One request's result: ``(status, body)``, or ``{"lost": why, "message": text}``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Intent:
+    """A batch about to be created, as the ledger records it before the create is sent."""
+
+    id: str
+    """Unique per submission: the ``Idempotency-Key`` header, and OpenAI's ``metadata.ragmetrics_intent``."""
+    started_at: float
+    """Unix time the intent was recorded (a batch created for it is not older, give or take clock skew)."""
+    requests: int
+    """How many requests the batch holds."""
+    known: frozenset[str] = frozenset()
+    """Batch ids the ledger already has (never taken for this intent)."""
+
+
+_CREATE_ATTEMPTS = 3
+"""Creates sent for one intent in one run; each one after the first follows a lookup that found nothing."""
+_CLOCK_SKEW_S = 600.0
+"""How much older than its intent a batch found by lookup may look (the provider's clock is not ours)."""
+
+
+def _maybe_created(exc: BaseException) -> bool:
+    """Whether a failed create may have created the batch: no reply (connection, timeout) or a 5xx."""
+    status = getattr(exc, "status_code", None)
+    return not isinstance(status, int) or status >= 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +136,74 @@ class BatchAPI(ABC):
             1,
         )
 
+    async def submit(
+        self,
+        items: Sequence[tuple[str, Mapping[str, Any]]],
+        intent: Intent,
+        not_created: Callable[[], Any] = lambda: None,
+    ) -> str:
+        """Send ``(custom_id, body)`` requests as one batch (recorded as ``intent``); returns the batch id.
+
+        The create is sent without the SDK's blind retries and with ``intent.id`` as its idempotency
+        key. When its reply is lost (no reply, a timeout, a 5xx), the batch may exist: it is looked up
+        (:meth:`find`) before any other create is sent, so one submission makes at most one batch.
+        ``not_created`` is called before raising when no batch can exist (the upload failed, or the
+        create was refused with a 4xx).
+
+        Raises:
+            JudgeError: The upload or create failed, or the lookup after a lost reply did (the intent
+                stays in the ledger, and the next run looks the batch up before sending anything).
+        """
+        what = f"submit {len(items)} requests"
+        try:
+            prepared = await self._prepare(items)
+        except Exception as exc:
+            not_created()
+            raise self._fail(what, exc) from exc
+        last: BaseException | None = None
+        for _ in range(_CREATE_ATTEMPTS):
+            try:
+                return await self._create(prepared, intent)
+            except Exception as exc:
+                if not _maybe_created(exc):
+                    not_created()
+                    raise self._fail(what, exc) from exc
+                last = exc
+            try:
+                found = await self.find(intent)
+            except JudgeError as exc:
+                raise self._fail(
+                    f"{what} (the reply to the create was lost and the lookup failed, so the batch may "
+                    "exist: the ledger keeps its intent, and the next run with --resume looks it up "
+                    "before sending anything)",
+                    exc,
+                ) from exc
+            if found is not None:
+                return found
+        assert last is not None
+        raise self._fail(f"{what} ({_CREATE_ATTEMPTS} creates, none answered and none found)", last) from last
+
     @abstractmethod
-    async def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-        """Send ``(custom_id, body)`` requests as one batch; returns the batch id."""
+    async def _prepare(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
+        """What the create sends (OpenAI: the uploaded file's id; Anthropic: the requests)."""
+
+    @abstractmethod
+    async def _create(self, prepared: Any, intent: Intent) -> str:
+        """One create, no SDK retries; returns the batch id."""
+
+    async def find(self, intent: Intent) -> str | None:
+        """The id of the batch created for ``intent``, or None if the provider has none.
+
+        Raises:
+            JudgeError: The provider's list of batches cannot be read.
+        """
+        try:
+            return await self._find(intent)
+        except Exception as exc:
+            raise self._fail("list batches", exc) from exc
+
+    @abstractmethod
+    async def _find(self, intent: Intent) -> str | None: ...
 
     @abstractmethod
     async def poll(self, batch_id: str) -> BatchState:
@@ -133,8 +236,8 @@ class OpenAIBatches(BatchAPI):
             timeout=max(60.0, settings.timeout_s),
         )
 
-    async def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-        """Upload the requests as one JSONL file and create a batch over it; returns the batch id."""
+    async def _prepare(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
+        """Upload the requests as one JSONL file; returns its id."""
         lines = (
             json.dumps(
                 {"custom_id": cid, "method": "POST", "url": self.endpoint, "body": body},
@@ -145,20 +248,38 @@ class OpenAIBatches(BatchAPI):
             for cid, body in items
         )
         data = b"".join(lines)
-        client = self._client()
-        try:
-            file = await client.files.create(
-                file=("ragmetrics-batch.jsonl", data, "application/jsonl"), purpose="batch"
-            )
-            batch = await client.batches.create(
-                input_file_id=file.id,
+        file = await self._client().files.create(
+            file=("ragmetrics-batch.jsonl", data, "application/jsonl"), purpose="batch"
+        )
+        return str(file.id)
+
+    async def _create(self, prepared: Any, intent: Intent) -> str:
+        """Create the batch over the uploaded file, tagged with the intent (metadata and header)."""
+        batch = (
+            await self._client()
+            .with_options(max_retries=0)
+            .batches.create(
+                input_file_id=prepared,
                 endpoint=self.endpoint,
                 completion_window="24h",
-                metadata={"created_by": "ragmetrics"},
+                metadata={"created_by": "ragmetrics", "ragmetrics_intent": intent.id},
+                extra_headers={"Idempotency-Key": intent.id},
             )
-        except Exception as exc:
-            raise self._fail(f"submit {len(items)} requests", exc) from exc
+        )
         return str(batch.id)
+
+    async def _find(self, intent: Intent) -> str | None:
+        """The batch whose ``metadata.ragmetrics_intent`` is the intent's id (newest first, back to it)."""
+        async for batch in self._client().batches.list(limit=100):
+            metadata = batch.metadata if isinstance(batch.metadata, dict) else {}
+            if metadata.get("ragmetrics_intent") == intent.id:
+                return str(batch.id)
+            if (
+                isinstance(batch.created_at, int | float)
+                and batch.created_at < intent.started_at - _CLOCK_SKEW_S
+            ):
+                return None
+        return None
 
     async def poll(self, batch_id: str) -> BatchState:
         """Retrieve the batch; it has ended once completed, failed, expired or cancelled."""
@@ -190,6 +311,13 @@ class OpenAIBatches(BatchAPI):
                 custom_id = line.get("custom_id")
                 if isinstance(custom_id, str):
                     found[custom_id] = _openai_reply(line)
+                elif raw.strip():  # an unreadable line: its request's status, if its custom_id shows
+                    named = _CUSTOM_ID_IN_TEXT.search(raw)
+                    if named is not None:
+                        found[named.group(1)] = {
+                            "lost": "failed",
+                            "message": "its batch output line is not JSON",
+                        }
         why = "failed" if batch.status == "failed" else "missing"
         errors = getattr(batch.errors, "data", None) or []
         message = "; ".join(str(getattr(e, "message", e)) for e in errors[:3]) or f"batch {batch.status}"
@@ -205,10 +333,20 @@ def _json_line(raw: str) -> dict[str, Any]:
     return line if isinstance(line, dict) else {}
 
 
+_CUSTOM_ID_IN_TEXT = re.compile(r'"custom_id"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
+
+
 def _openai_reply(line: Mapping[str, Any]) -> Reply:
     response = line.get("response")
     if isinstance(response, Mapping) and isinstance(response.get("body"), dict):
-        return int(response.get("status_code") or 500), response["body"]
+        status = response.get("status_code")
+        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+            shown = repr(status)[:40]
+            return {
+                "lost": "failed",
+                "message": f"its batch output line has status_code {shown}, not an HTTP status",
+            }
+        return status, response["body"]
     raw_error = line.get("error")
     error: Mapping[str, Any] = raw_error if isinstance(raw_error, Mapping) else {}
     code = str(error.get("code") or "")
@@ -230,14 +368,34 @@ class AnthropicBatches(BatchAPI):
             timeout=max(60.0, settings.timeout_s),
         )
 
-    async def submit(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-        """Create a message batch of the requests; returns its id."""
-        requests = [{"custom_id": cid, "params": dict(body)} for cid, body in items]
-        try:
-            batch = await self._client().messages.batches.create(requests=requests)
-        except Exception as exc:
-            raise self._fail(f"submit {len(items)} requests", exc) from exc
+    async def _prepare(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
+        return [{"custom_id": cid, "params": dict(body)} for cid, body in items]
+
+    async def _create(self, prepared: Any, intent: Intent) -> str:
+        """Create a message batch of the requests, with the intent as its idempotency key."""
+        batch = (
+            await self._client()
+            .with_options(max_retries=0)
+            .messages.batches.create(requests=prepared, extra_headers={"Idempotency-Key": intent.id})
+        )
         return str(batch.id)
+
+    async def _find(self, intent: Intent) -> str | None:
+        """The oldest batch of the intent's size created since it, that the ledger does not know yet.
+
+        Message batches carry no metadata, so this is a match on size and time: two runs submitting
+        batches of the same size at the same moment with the same key could take each other's.
+        """
+        found: str | None = None
+        async for batch in self._client().messages.batches.list(limit=100):
+            created = batch.created_at.timestamp()
+            if created < intent.started_at - _CLOCK_SKEW_S:
+                break
+            c = batch.request_counts
+            size = c.processing + c.succeeded + c.errored + c.canceled + c.expired
+            if size == intent.requests and batch.id not in intent.known:
+                found = str(batch.id)  # newest first: keep going to the oldest match
+        return found
 
     async def poll(self, batch_id: str) -> BatchState:
         """Retrieve the batch; it has ended once ``processing_status`` is ``ended``."""

@@ -19,14 +19,17 @@ with its status, which becomes that record's status. Nothing is dropped.
 
 A request's conversation is keyed by the first 48 hex digits of its cache key; the n-th request sent
 for it has ``custom_id`` ``KEY48-n`` (valid for both APIs: ``[a-zA-Z0-9_-]{1,64}``). The ledger is a
-diskcache folder per judge holding the conversations and the batches submitted (id, provider,
-custom_ids, whether their results are in), plus ``batches.json``, a readable list of the batches.
+folder per judge (:class:`~ragmetrics.judge.rows.JsonRows`: JSON in SQLite rows, never pickles)
+holding the conversations and the batches submitted (id, provider, custom_ids, whether their results
+are in), plus ``batches.json``, a readable list of the batches.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from ragmetrics.judge.pricing import batch_cost_usd
 from ragmetrics.judge.providers._provider import ProviderJudge
 from ragmetrics.judge.providers._replay import Done, Send, replay
 from ragmetrics.judge.retry import Failure
+from ragmetrics.judge.rows import JsonRows, old_store
 from ragmetrics.score import Status, Usage
 
 __all__ = ["BatchLedger", "DeferredError", "DeferringJudge", "ledger_folder"]
@@ -73,37 +77,49 @@ class BatchLedger:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._disk: Any = None
+        self._rows = JsonRows(
+            directory,
+            what="batch ledger",
+            hint=(
+                "nothing was sent; its batches (listed in batches.json) are paid for: restore the file, "
+                f"or delete {directory} to start over (its batches are then lost), or pass another "
+                "batch directory (batch=BatchOptions(directory=...) or --batch-dir)"
+            ),
+            durable=True,
+        )
+        self._checked = False
 
-    def _open(self) -> Any:
-        if self._disk is None:
-            try:
-                import diskcache
-
-                self.directory.mkdir(parents=True, exist_ok=True)
-                self._disk = diskcache.Cache(str(self.directory), size_limit=2**34, eviction_policy="none")
-            except Exception as exc:  # diskcache raises sqlite3 and OS errors
+    def _whole(self) -> JsonRows:
+        """The ledger's rows, once checked: a ledger that vanished but left traces is damage, not empty."""
+        if not self._checked:
+            existed = self._rows.path.exists()
+            listed = self._listed()
+            if not existed and (listed or old_store(self.directory) is not None):
+                why = (
+                    f"batches.json lists {listed} batch(es)"
+                    if listed
+                    else "it holds an old-format ledger (cache.db, pickled values) that is never read"
+                )
                 raise CacheError(
-                    f"cannot open the batch ledger at {self.directory}: {exc}; pass another batch "
-                    "directory (batch=BatchOptions(directory=...) or --batch-dir)"
-                ) from exc
-        return self._disk
+                    f"the batch ledger at {self._rows.path} is missing but {why}; nothing was sent. "
+                    f"Collect those batches with the ragmetrics that submitted them, or delete "
+                    f"{self.directory} to start over (its batches are then paid for and lost)"
+                )
+            self._checked = True
+        return self._rows
+
+    def _listed(self) -> int:
+        try:
+            listed = json.loads((self.directory / "batches.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return 0
+        return len(listed) if isinstance(listed, list) else 0
 
     def _get(self, key: str) -> Any:
-        try:
-            return self._open().get(key)
-        except CacheError:
-            raise
-        except Exception as exc:
-            raise CacheError(f"cannot read the batch ledger at {self.directory}: {exc}") from exc
+        return self._whole().get(key)
 
     def _set(self, key: str, value: Any) -> None:
-        try:
-            self._open().set(key, value)
-        except CacheError:
-            raise
-        except Exception as exc:
-            raise CacheError(f"cannot write the batch ledger at {self.directory}: {exc}") from exc
+        self._whole().set_many({key: value})
 
     # -- conversations --------------------------------------------------------------------------
     def conversation(self, cid: str) -> dict[str, Any] | None:
@@ -117,13 +133,7 @@ class BatchLedger:
 
     def forget(self, cids: Sequence[str]) -> None:
         """Drop finished conversations (their replies are in the judge cache by now)."""
-        disk = self._open()
-        try:
-            with disk.transact():
-                for cid in cids:
-                    disk.delete(f"c:{cid}")
-        except Exception as exc:
-            raise CacheError(f"cannot write the batch ledger at {self.directory}: {exc}") from exc
+        self._whole().delete_many(f"c:{cid}" for cid in cids)
 
     def add_reply(self, custom_id: str, reply: Any) -> bool:
         """File a batch result with the conversation waiting for it; False if none is (a stale result)."""
@@ -151,9 +161,37 @@ class BatchLedger:
         value = self._get(f"b:{batch_id}")
         return list(value) if isinstance(value, list) else []
 
-    def add_batch(self, batch_id: str, provider: str, judge: str, custom_ids: Sequence[str]) -> None:
-        """Record a submitted batch."""
-        self._set(f"b:{batch_id}", list(custom_ids))
+    # -- intents: batches about to be created -----------------------------------------------------
+    def intents(self) -> list[dict[str, Any]]:
+        """Batches whose create was sent (or about to be) and whose id is not known yet, oldest first."""
+        value = self._get("intents")
+        return [dict(i) for i in value] if isinstance(value, list) else []
+
+    def add_intent(self, custom_ids: Sequence[str]) -> dict[str, Any]:
+        """Record, before creating it, that a batch of ``custom_ids`` is about to be created."""
+        record = {
+            "id": f"ragmetrics-{uuid.uuid4().hex}",
+            "started_at": time.time(),
+            "requests": len(custom_ids),
+            "custom_ids": list(custom_ids),
+        }
+        self._set("intents", [*self.intents(), record])
+        return record
+
+    def drop_intent(self, intent_id: str) -> None:
+        """Forget an intent whose batch was never created (the lookup found none)."""
+        self._set("intents", [i for i in self.intents() if i.get("id") != intent_id])
+
+    def add_batch(
+        self,
+        batch_id: str,
+        provider: str,
+        judge: str,
+        custom_ids: Sequence[str],
+        *,
+        intent: str | None = None,
+    ) -> None:
+        """Record a submitted batch (and that ``intent``, if given, is now this batch), in one transaction."""
         record = {
             "id": batch_id,
             "provider": provider,
@@ -162,7 +200,11 @@ class BatchLedger:
             "submitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "collected": False,
         }
-        self._write_batches([*self.batches(), record])
+        batches = [b for b in self.batches() if b["id"] != batch_id]
+        extra: dict[str, Any] = {f"b:{batch_id}": list(custom_ids)}
+        if intent is not None:
+            extra["intents"] = [i for i in self.intents() if i.get("id") != intent]
+        self._write_batches([*batches, record], extra)
 
     def mark_collected(self, batch_id: str, status: str) -> None:
         """Record that a batch's results were read."""
@@ -173,8 +215,8 @@ class BatchLedger:
                 record["status"] = status
         self._write_batches(batches)
 
-    def _write_batches(self, batches: list[dict[str, Any]]) -> None:
-        self._set("batches", batches)
+    def _write_batches(self, batches: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> None:
+        self._whole().set_many({**(extra or {}), "batches": batches})
         try:
             (self.directory / "batches.json").write_text(json.dumps(batches, indent=2), encoding="utf-8")
         except OSError as exc:
@@ -182,9 +224,7 @@ class BatchLedger:
 
     def close(self) -> None:
         """Close the folder (it reopens on next use)."""
-        disk, self._disk = self._disk, None
-        if disk is not None:
-            disk.close()
+        self._rows.close()
 
 
 def _tokens(reply: Any) -> tuple[int, int]:
@@ -196,7 +236,14 @@ def _tokens(reply: Any) -> tuple[int, int]:
         return 0, 0
     prompt = usage.get("prompt_tokens", usage.get("input_tokens", 0))
     completion = usage.get("completion_tokens", usage.get("output_tokens", 0))
-    return int(prompt or 0), int(completion or 0)
+    return _count(prompt), _count(completion)
+
+
+def _count(value: Any) -> int:
+    """A token count a reply reports, or 0 when it is not a whole number >= 0 (text, NaN, 1e999, -1)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return 0
+    return int(value)
 
 
 class DeferringJudge:
@@ -249,8 +296,14 @@ class DeferringJudge:
         if conversation is None:
             entry = self.real.peek(request)
             if entry is not None:  # answered by an earlier run (real time or batch)
-                value = request.response_model.model_validate(entry["value"], context=dict(request.context))
-                return JudgeReply(value=value, usage=Usage(cached_calls=1), cached=True)
+                try:
+                    value = request.response_model.model_validate(
+                        entry["value"], context=dict(request.context)
+                    )
+                except ValueError:  # a cached value this model refuses: ask again
+                    pass
+                else:
+                    return JudgeReply(value=value, usage=Usage(cached_calls=1), cached=True)
             conversation = {
                 "max_tokens": request.max_tokens or self.inner.settings.max_tokens,
                 "replies": [],

@@ -15,7 +15,11 @@ builds the request for its nearest mode and parses the reply; the strict tool or
 is then set through the SDK's ``extra_body``, which overrides the keys instructor wrote (instructor
 1.x sends no ``strict`` flag of its own). ``mode="auto"`` starts with tools and, when a server rejects
 a form (HTTP 400/422 naming it, or llama-cpp-python's 500 for a body that fails its validation),
-moves to the next form and remembers it for this judge (that is, for its server).
+moves to the next form. Who remembers it depends on what was refused: a form this judge's server has
+never accepted is remembered for the judge (that is, for its server), while a form the server has
+accepted before was refused for that request's schema (a shape too large for its limits), so only
+requests of that shape (the schema's class and shape) use the next form and every other request keeps
+its own. A request answered in a weaker form than the strict tool call counts in ``Usage.downgraded``.
 
 No validation ``context`` is ever passed to instructor: with one, instructor renders every message as
 a Jinja2 template, and sample text must stay data.
@@ -23,18 +27,26 @@ a Jinja2 template, and sample text must stay data.
 
 from __future__ import annotations
 
+import logging
+from collections import OrderedDict
 from typing import Any
 
 from pydantic import BaseModel
 
+from ragmetrics.judge import metering
 from ragmetrics.judge.base import JudgeRequest
 from ragmetrics.judge.providers._instructor import classify_call_error, prepared, reask_policy, total_tokens
 from ragmetrics.judge.providers._provider import CallOutcome, ProviderJudge
-from ragmetrics.judge.providers._wire_forms import FORMS, next_form, wire_body
+from ragmetrics.judge.providers._wire_forms import FORMS, next_form, weaker, wire_body
 from ragmetrics.judge.retry import Failure
 from ragmetrics.settings import KEY_VARIABLES, JudgeSettings, azure_api_version
 
 __all__ = ["OpenAIJudge"]
+
+log = logging.getLogger(__name__)
+
+SHAPE_FORMS_KEPT = 256
+"""Request shapes whose own (weaker) wire form a judge remembers, least recently used dropped first."""
 
 
 class OpenAIJudge(ProviderJudge):
@@ -48,6 +60,10 @@ class OpenAIJudge(ProviderJudge):
         self._mode: str = "tools" if settings.mode == "auto" else settings.mode
         """The wire form of the next call: forced, or what auto found this judge's server to accept
         (a judge talks to one server; metrics and pipelines with equal judge settings share a judge)."""
+        self._accepted: set[str] = set()
+        """The wire forms this judge's server has answered."""
+        self._shape_forms: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        """A shape's own form, after the server refused its schema in a form it takes for others."""
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIJudge({self.info.spec!r}, mode={self._mode!r})"
@@ -73,7 +89,8 @@ class OpenAIJudge(ProviderJudge):
     async def _call(self, client: Any, request: JudgeRequest[BaseModel], max_tokens: int) -> CallOutcome:
         import instructor
 
-        form = self._mode
+        shape = _shape(request.response_model)
+        form = weaker(self._mode, self._shape_forms.get(shape, self._mode))
         model = prepared(request.response_model)
         wrapped = instructor.from_openai(client, mode=getattr(instructor.Mode, FORMS[form]))
         extra: dict[str, Any] = {}
@@ -96,12 +113,40 @@ class OpenAIJudge(ProviderJudge):
         except Exception as exc:
             fallback = self._fallback(form, exc)
             if fallback is not None:
-                self._mode = fallback
+                self._refused(form, fallback, shape)
                 return await self._call(client, request, max_tokens)
             raise
+        self._accepted.add(form)
+        meter = metering.current()
+        if meter is not None and self.settings.mode == "auto" and form != "tools":
+            meter.downgraded = 1
         prompt, completion_tokens = total_tokens(value, completion)
         attempts = int(policy.statistics.get("attempt_number", 1))
         return CallOutcome(value, prompt, completion_tokens, attempts)
+
+    def _refused(self, form: str, fallback: str, shape: tuple[Any, ...]) -> None:
+        """Remember that the server refused ``form`` for a request of ``shape``.
+
+        For the shape alone when the server has taken ``form`` before, else for the whole judge.
+        """
+        if form in self._accepted:
+            self._shape_forms[shape] = weaker(fallback, self._shape_forms.get(shape, fallback))
+            self._shape_forms.move_to_end(shape)
+            while len(self._shape_forms) > SHAPE_FORMS_KEPT:
+                self._shape_forms.popitem(last=False)
+            log.info(
+                "%s: the server refused the %s form for %s; that shape uses %s",
+                self.info.spec,
+                form,
+                shape[0],
+                fallback,
+            )
+            return
+        if weaker(self._mode, fallback) == fallback and self._mode != fallback:
+            log.warning(
+                "%s: the server refused the %s form; later requests use %s", self.info.spec, form, fallback
+            )
+            self._mode = fallback
 
     def _fallback(self, form: str, exc: BaseException) -> str | None:
         """The next wire form to try when the server rejected ``form`` (auto mode only), else None."""
@@ -134,6 +179,11 @@ class OpenAIJudge(ProviderJudge):
             },
             text=_error_text,
         )
+
+
+def _shape(model: type[Any]) -> tuple[Any, ...]:
+    """What identifies a request's schema: its class and the shape it was built for."""
+    return (model.__qualname__, tuple(getattr(model, "model_fields", ())), getattr(model, "_shape", ()))
 
 
 def _status(exc: BaseException) -> Any:

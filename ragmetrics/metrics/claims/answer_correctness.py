@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragmetrics.metrics.claims.engine import ClaimTask
-from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim
+from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim, unread_claims
 
 __all__ = ["AnswerCorrectnessMetric", "answer_correctness", "f1"]
 
@@ -29,6 +29,10 @@ def answer_correctness(found: Found) -> ClaimScore:
     reference = found.other
     answer_claims = found.claims
     reference_claims = reference.claims if reference is not None else []
+    for part, what in ((found, "answer"), (reference, "reference")):
+        unread = unread_claims(part, what) if part is not None else None
+        if unread is not None:
+            return unread
     if not answer_claims or not reference_claims:
         empty = [name for name, c in (("answer", answer_claims), ("reference", reference_claims)) if not c]
         return ClaimScore(
@@ -59,11 +63,13 @@ def answer_correctness(found: Found) -> ClaimScore:
                 "context_index": None,
                 "evidence": "",
                 "evidence_verified": None,
+                "judge_verdict": None,
                 "reason": "judged against the reference",
             }
         )
         for c, v in zip(answer_claims, vs_reference, strict=False)
     ]
+    claims += found.unverified
     details: dict[str, Any] = {
         "precision": precision,
         "recall": recall,

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragmetrics.metrics.claims.engine import ClaimTask
-from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, context_details, unjudged
+from ragmetrics.metrics.claims.metric import (
+    ClaimMetric,
+    ClaimScore,
+    Found,
+    context_details,
+    unjudged,
+    unread_claims,
+)
 
 __all__ = ["ContextPrecisionMetric", "average_precision", "context_precision"]
 
@@ -40,6 +47,9 @@ def context_precision(found: Found) -> ClaimScore:
             details={**details, "no_contexts": True, "contexts": []},
             reasoning="No contexts were retrieved, so none is relevant.",
         )
+    unread = unread_claims(found, of)
+    if unread is not None:
+        return unread
     if not found.claims:
         return ClaimScore(
             score=0.0,
@@ -61,7 +71,7 @@ def context_precision(found: Found) -> ClaimScore:
         + (f" (at rank {', '.join(ranks)})" if ranks else "")
         + f"; average precision {score:.3f}."
     )
-    return ClaimScore(score=score, claims=found.claims, details=details, reasoning=reasoning)
+    return ClaimScore(score=score, claims=found.reported, details=details, reasoning=reasoning)
 
 
 class ContextPrecisionMetric(ClaimMetric):

@@ -11,7 +11,14 @@ in context precision: the HTML report locates the claims' spans in the reference
 from __future__ import annotations
 
 from ragmetrics.metrics.claims.engine import ClaimTask
-from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, context_details, describe_claim
+from ragmetrics.metrics.claims.metric import (
+    ClaimMetric,
+    ClaimScore,
+    Found,
+    context_details,
+    describe_claim,
+    unread_claims,
+)
 
 __all__ = ["ContextRecallMetric", "context_recall"]
 
@@ -22,6 +29,9 @@ def context_recall(found: Found) -> ClaimScore:
         return ClaimScore(score=None, status="invalid_input", message="context_recall needs a reference")
     found = found.other
     details = {**found.base_details(), "claims_of": "reference"}  # what the report highlights
+    unread = unread_claims(found, "reference")
+    if unread is not None:
+        return unread
     if not found.claims:
         return ClaimScore(
             score=1.0,
@@ -38,7 +48,7 @@ def context_recall(found: Found) -> ClaimScore:
         ]
         return ClaimScore(
             score=0.0,
-            claims=claims,
+            claims=[*claims, *found.unverified],
             details={**details, "no_contexts": True, "contexts": []},
             reasoning=f"No contexts were given, so none of the {len(claims)} reference claims is recalled.",
         )
@@ -51,7 +61,7 @@ def context_recall(found: Found) -> ClaimScore:
     if missed:
         parts.append(f"Not in the contexts: {'; '.join(missed)}.")
     return ClaimScore(
-        score=supported / len(records), claims=records, details=details, reasoning=" ".join(parts)
+        score=supported / len(records), claims=found.reported, details=details, reasoning=" ".join(parts)
     )
 
 

@@ -32,9 +32,13 @@ def groundedness(found: Found) -> ClaimScore:
     unverified = [
         describe_claim(i, r)
         for i, r in enumerate(records)
-        if r.verdict == "supported" and not r.evidence_verified
+        if r.judge_verdict == "supported" and not r.evidence_verified
     ]
-    ungrounded = [describe_claim(i, r) for i, r in enumerate(records) if r.verdict != "supported"]
+    ungrounded = [
+        describe_claim(i, r)
+        for i, r in enumerate(records)
+        if r.verdict != "supported" and r.judge_verdict != "supported"
+    ]
     details["grounded_claims"] = sum(grounded)
     parts = [
         f"{sum(grounded)} of {len(records)} claims ({score:.0%} of the claim text) are backed by a "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -54,6 +54,7 @@ __all__ = [
     "context_details",
     "describe_claim",
     "unjudged",
+    "unread_claims",
     "verified_edge",
 ]
 
@@ -79,6 +80,16 @@ class Found:
     other: Found | None = None
     """The reference's claims, for a task that splits it too (``ClaimTask.also``): its text verdicts
     are against the answer."""
+    unverified: tuple[ClaimRecord, ...] = ()
+    """Claims the judge extracted whose span is not in the split text (after one re-ask): left out of
+    ``claims`` and of the score, reported after the counted claims (``span_found=False``)."""
+    health: dict[str, Any] = field(default_factory=dict)
+    """``details["judge_health"]``: spans and quotes checked and found, verification re-asks."""
+
+    @property
+    def reported(self) -> list[ClaimRecord]:
+        """The claims a result shows: the counted ones, then the ones whose span was not found."""
+        return [*self.claims, *self.unverified]
 
     @property
     def empty(self) -> bool:
@@ -128,6 +139,9 @@ def verified_edge(
             message="the answer is empty",
             reasoning=f"The answer is empty: it makes no claim, so {nothing_wrong}.",
         )
+    unread = unread_claims(found, "answer")
+    if unread is not None:
+        return unread
     if not found.claims:
         return ClaimScore(
             score=1.0,
@@ -143,11 +157,32 @@ def verified_edge(
         ]
         return ClaimScore(
             score=0.0,
-            claims=claims,
+            claims=[*claims, *found.unverified],
             details={**details, "no_contexts": True},
             reasoning=no_sources.format(n=len(claims)),
         )
     return None
+
+
+def unread_claims(found: Found, what: str) -> ClaimScore | None:
+    """No score when the judge extracted claims but none of their spans is in the ``what`` text.
+
+    Such claims are not the text's, so no verdict on them says anything about it: the judge is not
+    reading its input (``judge_output_invalid``), never a perfect score for a text with "no claims".
+    """
+    if found.claims or not found.unverified:
+        return None
+    n = len(found.unverified)
+    return ClaimScore(
+        score=None,
+        status="judge_output_invalid",
+        claims=found.reported,
+        details={**found.base_details()},
+        message=(
+            f"none of the {n} claim{'s' if n != 1 else ''} the judge extracted has its span in the "
+            f"{what}, even after a re-ask naming them: the judge is not reading the {what}"
+        ),
+    )
 
 
 def context_details(found: Found, *, relevance: bool = False) -> list[dict[str, Any]]:
@@ -344,8 +379,9 @@ class ClaimMetric(JudgeHolder):
             failed = ClaimScore(score=None, status=fields["status"], message=fields["message"])
             return self._result(failed, started, usage=fields["usage"])
         found = _found(sample, outcome)
-        usage = outcome.usage
-        return self._result(self.scoring(found), started, usage=usage, found=found.claims)
+        scored = self.scoring(found)
+        scored = replace(scored, details={**scored.details, "judge_health": found.health})
+        return self._result(scored, started, usage=outcome.usage, found=found.reported)
 
     # -- the one place a claim score becomes a result ----------------------------------------------
     def _signature(self) -> str:
@@ -373,7 +409,7 @@ class ClaimMetric(JudgeHolder):
             "contradicted_rate": None,
             "unverifiable_rate": None,
         }
-        judged = [c for c in claims if c.verdict is not None]
+        judged = [c for c in claims if c.verdict is not None and c.span_found is not False]
         if judged:
             n = len(judged)
             rates = {
@@ -406,45 +442,42 @@ class ClaimMetric(JudgeHolder):
 
 
 def _found(sample: Sample, outcome: ClaimsOutcome) -> Found:
-    """What was found, as the scoring reads it: the split text's claims, and the reference's apart."""
-    n = outcome.n_main
+    """What was found, as the scoring reads it: the split text's claims, and the reference's apart.
 
-    def judged(lo: int, hi: int) -> tuple[ContextJudgement | None, ...]:
-        return tuple(
+    Claims whose span is not in their text are set apart (``Found.unverified``): the verdicts, text
+    verdicts and per-context supports of the others are renumbered without them.
+    """
+    n = outcome.n_main
+    health = outcome.health.as_details()
+
+    def part(records: list[ClaimRecord], lo: int, **kwargs: Any) -> Found:
+        keep = [i for i, r in enumerate(records) if r.span_found is not False]
+        renumber = {lo + old: new for new, old in enumerate(keep)}
+        got = outcome.verdicts[lo : lo + len(records)]
+        text_verdicts = tuple(got[i].text_verdict if got[i] is not None else None for i in keep)  # type: ignore[union-attr]
+        judged = tuple(
             None
             if j is None
-            else j.model_copy(update={"supports": [i - lo for i in j.supports if lo <= i < hi]})
+            else j.model_copy(update={"supports": [renumber[i] for i in j.supports if i in renumber]})
             for j in outcome.judged
         )
-
-    def text_verdicts(lo: int, hi: int) -> tuple[Verdict | None, ...]:
-        got = outcome.verdicts[lo:hi]
-        return tuple(v.text_verdict if v is not None else None for v in got)
-
-    total = len(outcome.verdicts)
-    other = None
-    if outcome.also_extraction is not None:
-        other = Found(
+        return Found(
             sample=sample,
-            claims=outcome.records(also=True),
-            extraction=outcome.also_extraction,
+            claims=[records[i] for i in keep],
             sources=outcome.plan.sources,
             chunks=outcome.chunks,
             repairs=outcome.repairs,
-            text_verdicts=text_verdicts(n, total),
-            judged=judged(n, total),
+            text_verdicts=text_verdicts,
+            judged=judged,
+            unverified=tuple(r for r in records if r.span_found is False),
+            health=health,
+            **kwargs,
         )
-    return Found(
-        sample=sample,
-        claims=outcome.records(),
-        extraction=outcome.extraction,
-        sources=outcome.plan.sources,
-        chunks=outcome.chunks,
-        repairs=outcome.repairs,
-        text_verdicts=text_verdicts(0, n),
-        judged=judged(0, n),
-        other=other,
-    )
+
+    other = None
+    if outcome.also_extraction is not None:
+        other = part(outcome.records(also=True), n, extraction=outcome.also_extraction)
+    return part(outcome.records(), 0, extraction=outcome.extraction, other=other)
 
 
 def share_tasks(metrics: Sequence[object]) -> None:

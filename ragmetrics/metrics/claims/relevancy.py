@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragmetrics.metrics.claims.engine import ClaimTask
-from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim
+from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found, describe_claim, unread_claims
 
 __all__ = ["RelevancyMetric", "relevancy"]
 
@@ -28,6 +28,9 @@ def relevancy(found: Found) -> ClaimScore:
             message="the answer is empty",
             reasoning="The answer is empty, so it does not address the question.",
         )
+    unread = unread_claims(found, "answer")
+    if unread is not None:
+        return unread
     records = found.claims
     addresses = found.extraction.addresses_question
     details: dict[str, Any] = {"addresses_question": addresses}

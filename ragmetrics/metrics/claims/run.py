@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ragmetrics.errors import JudgeError
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest
@@ -16,6 +17,7 @@ from ragmetrics.metrics.claims.schemas import (
     ContextJudgement,
     VerifiedClaim,
 )
+from ragmetrics.metrics.claims.verification import Checked, Health, checked, quote_problems, span_problems
 from ragmetrics.score import ClaimRecord, Usage, spent_by
 
 __all__ = ["ClaimsOutcome", "run_claims"]
@@ -38,6 +40,8 @@ class ClaimsOutcome:
     """Per source, its judgement merged over chunks (None where the judge gave none)."""
     also_extraction: ClaimExtraction | None = None
     """The reference's claims, for a joint task (None without a reference)."""
+    health: Health = Health()
+    """How far the judge's replies check out against the texts (spans, quotes, re-asks)."""
 
     @property
     def n_main(self) -> int:
@@ -48,24 +52,30 @@ class ClaimsOutcome:
         """The claims (``also``: the reference's) as result records, the evidence quote checked."""
         sources = self.plan.sources
         extraction = self.also_extraction if also else self.extraction
+        text = (self.plan.also_text or "") if also else self.plan.text
         claims = extraction.claims if extraction is not None else []
         offset = self.n_main if also else 0
         out = []
         for i, claim in enumerate(claims):
             v = self.verdicts[offset + i] if offset + i < len(self.verdicts) else None
             verified = None
+            verdict = v.verdict if v else None
             if v is not None and v.verdict != "not_found":
                 verified = (
                     v.context is not None
                     and 0 <= v.context < len(sources)
                     and quote_found(v.evidence, sources[v.context])
                 )
+                if not verified:  # a verdict whose quote is not in its context counts as not_found
+                    verdict = "not_found"
             out.append(
                 ClaimRecord(
                     text=claim.text,
                     span=claim.span,
+                    span_found=quote_found(claim.span, text),
                     relevance=claim.relevance,
-                    verdict=v.verdict if v else None,
+                    verdict=verdict,
+                    judge_verdict=v.verdict if v is not None and verdict != v.verdict else None,
                     context_index=v.context if v else None,
                     evidence=v.evidence if v else "",
                     evidence_verified=verified,
@@ -117,6 +127,23 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
         first = failed[0]
         raise first.with_usage(usage) if isinstance(first, JudgeError) else first
     main, also = (r if isinstance(r, JudgeReply) else None for r in got)
+    main_check, also_check = await asyncio.gather(
+        _check_extraction(judge, claim_plan.extract, main, claim_plan.text, "answer"),
+        _check_extraction(judge, claim_plan.also_extract, also, claim_plan.also_text or "", "reference"),
+    )
+    health = Health()
+    for check in (main_check, also_check):
+        if check is not None:
+            usage = usage + check.usage
+            n = len(check.reply.value.claims)
+            health = health + Health(
+                spans=n,
+                spans_found=n - len(check.problems),
+                reasks=int(check.reasked),
+                not_found=check.problems,
+            )
+    main = main_check.reply if main_check is not None else None
+    also = also_check.reply if also_check is not None else None
     extraction: ClaimExtraction | None = main.value if main is not None else None
     also_extraction: ClaimExtraction | None = also.value if also is not None else None
     claims = [c.text for c in extraction.claims] if extraction is not None else []
@@ -125,7 +152,9 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
     verdicts: list[VerifiedClaim | None] = [None] * n_all
     requests = claim_plan.verify(claims, also_claims)
     if not requests:
-        return ClaimsOutcome(claim_plan, extraction, verdicts, usage, also_extraction=also_extraction)
+        return ClaimsOutcome(
+            claim_plan, extraction, verdicts, usage, also_extraction=also_extraction, health=health
+        )
     # every chunk finishes (and is paid for) even when one fails, so the failure carries their usage
     try:
         answers: list[JudgeReply[ClaimVerification] | BaseException] = await asyncio.gather(
@@ -140,7 +169,25 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
     if failures:
         first = failures[0]
         raise first.with_usage(usage) if isinstance(first, JudgeError) else first
-    replies = [a for a in answers if isinstance(a, JudgeReply)]
+    initial = [a for a in answers if isinstance(a, JudgeReply)]
+    checks: list[Checked] = list(
+        await asyncio.gather(
+            *(
+                checked(judge, request, reply, _quotes_in([p.text for p in chunk]))
+                for request, reply, chunk in zip(requests, initial, claim_plan.chunks, strict=True)
+            )
+        )
+    )
+    replies = [c.reply for c in checks]
+    for check in checks:
+        quoted = sum(v.verdict != "not_found" for v in check.reply.value.verdicts)
+        usage = usage + check.usage
+        health = health + Health(
+            quotes=quoted,
+            quotes_found=quoted - len(check.problems),
+            reasks=int(check.reasked),
+            not_found=check.problems,
+        )
     repairs: list[str] = []
     text_verdicts: list[str | None] = [None] * n_all
     pieces: list[list[ContextJudgement]] = [[] for _ in claim_plan.sources]
@@ -171,7 +218,25 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
         repairs=tuple(repairs),
         judged=tuple(_merge(i, found) for i, found in enumerate(pieces)),
         also_extraction=also_extraction,
+        health=health,
     )
+
+
+async def _check_extraction(
+    judge: Judge,
+    request: JudgeRequest[ClaimExtraction] | None,
+    reply: JudgeReply[ClaimExtraction] | None,
+    text: str,
+    what: str,
+) -> Checked | None:
+    """The extraction reply checked (every span found in ``text``), re-asked once if not."""
+    if request is None or reply is None:
+        return None
+    return await checked(judge, request, reply, lambda value: span_problems(value, text, what))
+
+
+def _quotes_in(chunk: list[str]) -> Callable[[Any], list[str]]:
+    return lambda value: quote_problems(value, chunk)
 
 
 def _merge(index: int, pieces: Sequence[ContextJudgement]) -> ContextJudgement | None:

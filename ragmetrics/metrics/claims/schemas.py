@@ -8,22 +8,27 @@ that honours the schema cannot produce an invalid reply.
 The contract lives in the schema, built per request shape (:func:`extraction_model`,
 :func:`verification_model`): one verdict slot per claim (an object keyed by claim index, every key
 required), a context index that is one of the contexts that exist (an enum, or null), at least one
-claim when the answer plainly states facts. The validators repeat the contract as a second line for
-servers that ignore schemas; they close over the shape's numbers (no validation context is ever
-passed to instructor: a context makes instructor render every message as a Jinja2 template).
+claim when the answer plainly states facts. A shape whose index enums would hold more than
+:data:`MAX_ENUM_VALUES` values in all (a row with 1,200 contexts) writes its indices as integers with
+``minimum``/``maximum`` instead, a form that fits providers' schema limits (OpenAI's strict mode caps
+the enum values of a schema); the validators check the same ranges either way. The validators
+repeat the contract as a second line for servers that ignore schemas; they close over the shape's
+numbers (no validation context is ever passed to instructor: a context makes instructor render
+every message as a Jinja2 template).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from ragmetrics.judge.schema import strict_schema
+from ragmetrics.judge.schema import JudgeQuote, JudgeText, strict_schema
 
 __all__ = [
     "ClaimExtraction",
@@ -31,6 +36,7 @@ __all__ = [
     "ContextJudgement",
     "ExtractedClaim",
     "LeanSchema",
+    "MAX_ENUM_VALUES",
     "VerifiedClaim",
     "extraction_model",
     "verification_model",
@@ -50,8 +56,23 @@ def _strip(node: Any, *, names: bool = False) -> Any:
     return node
 
 
-_SCHEMAS: dict[tuple[Any, ...], dict[str, Any]] = {}
-"""JSON schemas already built (a pure function of the class, its shape and the arguments)."""
+MAX_ENUM_VALUES = 500
+"""Index enum values a verification schema may hold in all; a larger shape writes its indices as an
+integer range (``minimum``/``maximum``), which servers' schema limits do not count as enum values."""
+
+
+def _index(n: int, compact: bool) -> dict[str, Any]:
+    """An index ``0..n-1`` in JSON schema: an enum, or an integer range in the compact form."""
+    if compact:
+        return {"type": "integer", "minimum": 0, "maximum": n - 1}
+    return {"type": "integer", "enum": list(range(n))}
+
+
+SCHEMA_CACHE_SIZE = 256
+"""Shapes whose classes and JSON schemas are kept (least recently used dropped first): 3,000 distinct
+shapes once held every class and schema for the life of the process."""
+_SCHEMAS: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+"""JSON schemas already built (a pure function of the class, its shape and the arguments), LRU."""
 
 
 class LeanSchema(BaseModel):
@@ -82,6 +103,10 @@ class LeanSchema(BaseModel):
             schema = strict_schema(cls._contract(_strip(super().model_json_schema(*args, **kwargs))))
             schema["title"] = cls.__name__  # the tool / function name
             _SCHEMAS[key] = schema
+            while len(_SCHEMAS) > SCHEMA_CACHE_SIZE:
+                _SCHEMAS.popitem(last=False)
+        else:
+            _SCHEMAS.move_to_end(key)
         return copy.deepcopy(schema)
 
     @classmethod
@@ -146,9 +171,9 @@ class VerifiedClaim(LeanSchema):
     """The verdict."""
     context: int | None = None
     """Index of the context that decides it."""
-    evidence: str = ""
+    evidence: JudgeQuote = ""
     """A verbatim quote from that context."""
-    reason: str = ""
+    reason: JudgeText = ""
     """Why."""
     support: SkipJsonSchema[float | None] = Field(default=None, ge=0.0, le=1.0)
     """Probability that the claim is supported, from heuristic judges only (never asked of an LLM:
@@ -167,7 +192,7 @@ class ContextJudgement(LeanSchema):
     """Whether it bears on the question (asked only with ``relevance=True``)."""
     supports: list[int] = Field(default_factory=list)
     """Indices of the claims it supports."""
-    reason: str = ""
+    reason: JudgeText = ""
     """One line on its relevance (asked only with ``relevance=True``)."""
 
 
@@ -203,10 +228,10 @@ class ClaimVerification(LeanSchema):
         n_claims, n_contexts = cls._n_claims, cls._n_contexts
         if n_claims is None or n_contexts is None:
             return schema
+        per_context_ids = n_claims if cls._per_context and n_contexts else 0
+        compact = n_contexts + per_context_ids > MAX_ENUM_VALUES
         context: dict[str, Any] = (
-            {"anyOf": [{"type": "integer", "enum": list(range(n_contexts))}, {"type": "null"}]}
-            if n_contexts
-            else {"type": "null"}
+            {"anyOf": [_index(n_contexts, compact), {"type": "null"}]} if n_contexts else {"type": "null"}
         )
         verdict = {"type": "string", "enum": ["supported", "contradicted", "not_found"]}
         slot = {
@@ -226,7 +251,7 @@ class ClaimVerification(LeanSchema):
         if cls._per_context and n_contexts:
             claim_ids: dict[str, Any] = {
                 "type": "array",
-                "items": {"type": "integer", "enum": list(range(n_claims))},
+                "items": _index(n_claims, compact),
             }
             if not n_claims:
                 claim_ids = {"type": "array", "maxItems": 0, "items": {"type": "integer"}}
@@ -303,7 +328,7 @@ class ClaimVerification(LeanSchema):
         return self
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=SCHEMA_CACHE_SIZE)
 def verification_model(
     n_claims: int, n_contexts: int, *, text: bool = False, per_context: int = 0
 ) -> type[ClaimVerification]:

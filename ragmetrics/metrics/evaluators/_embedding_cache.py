@@ -66,6 +66,15 @@ class EmbeddingCacheStats(CacheCounts):
     """Requests sent to the inner embedder."""
 
 
+def _is_vector(value: Any) -> bool:
+    """Whether a value read from disk is a vector (finite numbers), as the embedding cache writes."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in value)
+    )
+
+
 class EmbeddingCountError(Exception):
     """The inner embedder returned a different number of vectors than texts."""
 
@@ -88,7 +97,10 @@ class CachingEmbedder:
         self._memo: LruMemo[list[float]] = LruMemo(memo_size)
         self._inflight: dict[tuple[int, str], asyncio.Future[list[float]]] = {}
         self._store: DiskStore[list[float]] = DiskStore(
-            self.directory, what="embedding cache", hint="pass cache=False to run without it"
+            self.directory,
+            what="embedding cache",
+            hint="pass cache=False to run without it",
+            check=_is_vector,
         )
 
     @property

@@ -221,7 +221,55 @@ def _handle(quickjs: Any, request: dict[str, Any]) -> dict[str, Any] | str:
         del ctx
     if raw is None:
         return {"ok": False, "kind": "unusable", "error": "its promise never settled"}
-    return str(raw)
+    return _checked(raw)
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting of lists and dicts in ``value`` (iterative), or ``limit + 1`` once it is deeper."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            depth += 1
+            if depth > limit:
+                return limit + 1
+            deepest = max(deepest, depth)
+            stack.extend((child, depth) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def _checked(raw: Any) -> dict[str, Any] | str:
+    """The harness's reply as read after every job ran, with the caps enforced on it here.
+
+    The script's own jobs run after ``settle`` and may overwrite ``__rm_result`` (or the globals the
+    harness uses), so what is read is not trusted to be what ``settle`` wrote: it must be a string of
+    at most ``MAX_RESULT_CHARS`` (plus the reply's own keys), JSON of the reply's shape, nested at most
+    ``MAX_RESULT_DEPTH`` levels below it.
+    """
+    unusable = "the result was changed after the function returned, and "
+    if not isinstance(raw, str):
+        return {"ok": False, "kind": "unusable", "error": unusable + "is not the harness's JSON text"}
+    if len(raw) > MAX_RESULT_CHARS + 1024:
+        return {
+            "ok": False,
+            "kind": "unusable",
+            "error": f"its JSON is {len(raw)} characters long, over the limit of {MAX_RESULT_CHARS}",
+        }
+    try:
+        reply = json.loads(raw)
+    except (ValueError, RecursionError):
+        return {"ok": False, "kind": "unusable", "error": unusable + "is not valid JSON"}
+    if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+        return {"ok": False, "kind": "unusable", "error": unusable + "is not the harness's reply"}
+    if _depth(reply.get("value"), MAX_RESULT_DEPTH) > MAX_RESULT_DEPTH:
+        return {
+            "ok": False,
+            "kind": "unusable",
+            "error": f"it is nested deeper than {MAX_RESULT_DEPTH} levels",
+        }
+    if not isinstance(reply.get("error", ""), str) or len(reply.get("error", "")) > MAX_RESULT_CHARS:
+        return {"ok": False, "kind": "unusable", "error": unusable + "its error is not text"}
+    return raw
 
 
 def _read(stream: BinaryIO, size: int) -> bytes | None:

@@ -11,13 +11,15 @@ import re
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from ragmetrics.judge.schema import JudgeText
+
 __all__ = ["EvaluationSteps", "GEvalGrade", "JudgeRating", "JudgeReplyText", "RubricGrade", "parse_rating"]
 
 
 class JudgeRating(BaseModel):
     """llm_judge's structured rating (default prompt)."""
 
-    reasoning: str = Field(description="One or two sentences.")
+    reasoning: JudgeText = Field(description="One or two sentences.")
     """Why this rating."""
     score: float = Field(ge=0, le=10, description="0 (wrong) to 10 (perfect).")
     """The rating on the 0-10 scale."""
@@ -62,7 +64,7 @@ class JudgeReplyText(BaseModel):
 class RubricGrade(BaseModel):
     """llm_rubric's verdict."""
 
-    reason: str = Field(description="One or two sentences.")
+    reason: JudgeText = Field(description="One or two sentences.")
     """What satisfies or violates the rubric."""
     passed: bool = Field(description="True if the output satisfies the rubric.")
     """The judge's verdict."""
@@ -73,7 +75,7 @@ class RubricGrade(BaseModel):
 class EvaluationSteps(BaseModel):
     """g_eval's evaluation steps derived from the criteria."""
 
-    steps: list[str] = Field(min_length=1, description="3 to 8 short, concrete steps, in order.")
+    steps: list[JudgeText] = Field(min_length=1, description="3 to 8 short, concrete steps, in order.")
     """The steps, in order."""
 
     @field_validator("steps")
@@ -88,7 +90,7 @@ class EvaluationSteps(BaseModel):
 class GEvalGrade(BaseModel):
     """g_eval's grade."""
 
-    reason: str = Field(description="Two or three sentences.")
+    reason: JudgeText = Field(description="Two or three sentences.")
     """What the steps found."""
     score: int = Field(ge=0, le=10, description="0 (fails the criteria) to 10 (meets them fully).")
     """The grade on the 0-10 scale."""

@@ -33,7 +33,7 @@ from ragmetrics.metrics.base import Needs, check_threshold
 from ragmetrics.metrics.evaluators._embedding_cache import CachingEmbedder, EmbeddingCountError
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator, Scored, judge_failure
 from ragmetrics.score import Usage
-from ragmetrics.settings import base_url_from_env, default_cache_dir
+from ragmetrics.settings import base_url_from_env, default_cache_dir, embeddings_api_key
 
 __all__ = [
     "CachingEmbedder",
@@ -209,7 +209,7 @@ class OpenAIEmbeddings:
             except ImportError as exc:  # pragma: no cover - openai is a core dependency
                 raise MissingDependencyError("openai", "openai", "OpenAI embeddings") from exc
             self._client = openai.AsyncOpenAI(
-                api_key=self._api_key,
+                api_key=embeddings_api_key(self._api_key),
                 base_url=self.base_url,
                 timeout=self.timeout,
                 max_retries=self.max_retries,

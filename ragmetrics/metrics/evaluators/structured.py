@@ -24,7 +24,9 @@ event loop.
 
 from __future__ import annotations
 
+import heapq
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -55,6 +57,13 @@ MAX_CHARS = 10_000_000
 MAX_DEPTH = 500
 """Default JSON nesting limit (serde_json allows 128, Go 10,000; Python's parser recurses)."""
 _DEPTH_CEILING = 800  # the stdlib parser recurses: stay well inside Python's recursion limit
+MAX_PATHS = 100_000
+"""Default limit on json_match's values per side (leaf key paths): more is ``invalid_input``, found
+by counting commas outside strings before anything is parsed. Parsing and comparing hold the GIL in
+long C calls and build a tuple per path, so an 8 MB array took 48 s, 1 GB and stalled the event
+loop 15 s; 100,000 paths cost well under a second and a few tens of MB."""
+# a JSON string; its closing quote is optional, so a match never fails and the scan stays linear
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 
 
 # -- JSON ------------------------------------------------------------------------------------------
@@ -101,6 +110,19 @@ def _parse_json(text: str, max_depth: int) -> Any:
     if depth > max_depth:
         raise _BadJson(f"nesting depth {depth} exceeds the limit of {max_depth} levels (max_depth)")
     return value
+
+
+def _too_many_values(text: str, max_paths: int, what: str) -> str | None:
+    """Why ``text`` may hold more than ``max_paths`` leaf values, or None.
+
+    A JSON value has at most one more leaf than it has commas outside strings.
+    """
+    commas = _STRING.sub("", text).count(",")
+    if commas + 1 <= max_paths:
+        return None
+    return (
+        f"the {what} may hold {commas + 1:,} values, over the limit of {max_paths:,} (max_paths); not parsed"
+    )
 
 
 def _wrapping(text: str) -> str:
@@ -194,8 +216,13 @@ def _same_leaf(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _first(paths: Iterable[tuple[str | int, ...]], n: int) -> list[tuple[str | int, ...]]:
+    """The first ``n`` paths in ``repr`` order (a heap, in Python steps: no long C call holding the GIL)."""
+    return heapq.nsmallest(n, paths, key=repr)
+
+
 def _listing(label: str, paths: Iterable[tuple[str | int, ...]]) -> str:
-    shown = [_path_text(p) for p in sorted(paths, key=repr)[:5]]
+    shown = [_path_text(p) for p in _first(paths, 5)]
     return f"; {label}: {', '.join(shown)}" if shown else ""
 
 
@@ -213,24 +240,37 @@ class JsonMatchEvaluator(Evaluator):
     structured_reference = True
 
     def __init__(
-        self, *, negate: bool = False, max_chars: int = MAX_CHARS, max_depth: int = MAX_DEPTH
+        self,
+        *,
+        negate: bool = False,
+        max_chars: int = MAX_CHARS,
+        max_depth: int = MAX_DEPTH,
+        max_paths: int = MAX_PATHS,
     ) -> None:
         super().__init__(threshold=FIXED_PASS_MARK, negate=negate)
         self.max_chars = check_limit(max_chars, "max_chars", self.name, 1)
         self.max_depth = check_limit(max_depth, "max_depth", self.name, 1, _DEPTH_CEILING)
+        self.max_paths = check_limit(max_paths, "max_paths", self.name, 1)
 
     def _options(self) -> dict[str, object]:
-        return {"negate": self.negate, "max_chars": self.max_chars, "max_depth": self.max_depth}
+        return {
+            "negate": self.negate,
+            "max_chars": self.max_chars,
+            "max_depth": self.max_depth,
+            "max_paths": self.max_paths,
+        }
 
     def _expected(self, reference: Any) -> Any:
-        if isinstance(reference, str):
-            if (over := too_long(reference, self.max_chars, "expected value")) is not None:
-                raise _BadJson(over.message or "")
-            return _parse_json(reference, self.max_depth)
-        try:  # a parsed value from a case file: keep only what JSON can say
-            return _parse_json(json.dumps(reference, allow_nan=False), self.max_depth)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise _BadJson(f"it is not a JSON value ({exc})") from None
+        if not isinstance(reference, str):
+            try:  # a parsed value from a case file: keep only what JSON can say
+                reference = json.dumps(reference, allow_nan=False)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise _BadJson(f"it is not a JSON value ({exc})") from None
+        if (over := too_long(reference, self.max_chars, "expected value")) is not None:
+            raise _BadJson(over.message or "")
+        if (many := _too_many_values(reference, self.max_paths, "expected value")) is not None:
+            raise _BadJson(many)
+        return _parse_json(reference, self.max_depth)
 
     def _score_sync(self, prediction: str, reference: Any, input: str) -> Scored:  # noqa: A002
         try:
@@ -243,6 +283,8 @@ class JsonMatchEvaluator(Evaluator):
             )
         if (over := too_long(prediction, self.max_chars, "output")) is not None:
             return over
+        if (many := _too_many_values(prediction, self.max_paths, "output")) is not None:
+            return Scored(score=None, status="invalid_input", message=f"json_match: {many}")
         try:
             actual = _parse_json(prediction, self.max_depth)
         except _BadJson as exc:
@@ -267,15 +309,15 @@ class JsonMatchEvaluator(Evaluator):
             "matched": matched,
             "output_paths": len(got),
             "expected_paths": len(want),
-            "missing": [_path_text(p) for p in sorted(missing, key=repr)[:20]],
-            "extra": [_path_text(p) for p in sorted(extra, key=repr)[:20]],
+            "missing": [_path_text(p) for p in _first(missing, 20)],
+            "extra": [_path_text(p) for p in _first(extra, 20)],
             "different": [
                 {
                     "path": _path_text(p),
                     "output": shorten(shown(got[p]), 80),
                     "expected": shorten(shown(want[p]), 80),
                 }
-                for p in sorted(different, key=repr)[:20]
+                for p in _first(different, 20)
             ],
         }
         return Scored(score=score, reasoning=reasoning, details=details)

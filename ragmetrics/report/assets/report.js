@@ -225,21 +225,30 @@
   };
   const cols = [
     { key: "index", label: "#", width: 26 + 9 * String(maxIndex).length, cls: "num" },
-    { key: "id", label: "ID", width: 110 },
+    { key: "id", label: "ID", width: 96 },
     { key: null, label: "Question", width: null },
-    ...METRICS.map((name, m) => ({ key: "m" + m, label: name, width: Math.max(84, headWidth(name)), title: "Sort by " + name })),
-    { key: "claims", label: "Claims", width: 104, title: primary >= 0 ? "Claims of " + METRICS[primary] + ": supported, contradicted, not found (sorts by contradicted)" : "Claims" },
+    // a metric's header may wrap after each "_" (context_ / precision), so seven metrics fit at 1280 px
+    ...METRICS.map((name, m) => ({
+      key: "m" + m, label: name.replace(/_/g, "_\u200b"), cls: "metric", title: "Sort by " + name,
+      width: Math.max(84, ...name.split(/(?<=_)/).map(headWidth)),
+    })),
+    { key: "claims", label: "Claims \u2713 \u2717 ?", width: 112, title: primary >= 0 ? "Claims of " + METRICS[primary] + ": supported, contradicted, not found (sorts by contradicted)" : "Claims" },
     { key: "latency", label: "Latency", width: Math.max(76, headWidth("Latency")), cls: "num" },
   ];
-  const minWidth = cols.reduce((sum, c) => sum + (c.width || 130), 0);
+  const minWidth = cols.reduce((sum, c) => sum + (c.width || 96), 0);
   // the table's column of the split layout is at least this wide (when the window allows), so the
   // last columns (latency) are not hidden behind a horizontal scroll on a 1400 px screen
   pane.parentElement.style.setProperty("--table-min", minWidth + 2 + 16 + "px"); // borders, scrollbar
+  // a table too wide for the split layout's column gets the page's width, the detail below it
+  const stackIfWide = () => pane.parentElement.classList.toggle(
+    "stacked", minWidth + 18 > 0.66 * (document.documentElement.clientWidth - 48));
+  stackIfWide();
+  window.addEventListener("resize", stackIfWide);
   const heads = [];
   const colgroup = h("colgroup", null, cols.map((c) => h("col", c.width ? { width: String(c.width) } : null)));
   const headRow = h("tr", null, cols.map((c) => {
     if (!c.key) return h("th", { scope: "col", class: "plain" }, c.label);
-    const th = h("th", { scope: "col", "aria-sort": "none", "data-key": c.key, title: c.title || "Sort by " + c.label },
+    const th = h("th", { scope: "col", "aria-sort": "none", "data-key": c.key, title: c.title || "Sort by " + c.label, class: c.cls === "metric" ? "metric" : null },
       h("button", { type: "button" }, h("span", null, c.label), h("span", { class: "arrow", "aria-hidden": "true" })));
     th.firstChild.addEventListener("click", () => {
       if (state.sort === c.key) state.dir = -state.dir;
@@ -277,7 +286,9 @@
     if (primary < 0) return h("td");
     const sup = counts[i * 3], con = counts[i * 3 + 1], nf = counts[i * 3 + 2];
     return h("td", { title: `${sup} supported, ${con} contradicted, ${nf} not found` },
-      h("span", { class: "cc v-supported" }, sup), h("span", { class: "cc v-contradicted" }, con), h("span", { class: "cc v-not_found" }, nf));
+      h("span", { class: "cc v-supported", "aria-label": sup + " supported" }, "\u2713" + sup),
+      h("span", { class: "cc v-contradicted", "aria-label": con + " contradicted" }, "\u2717" + con),
+      h("span", { class: "cc v-not_found", "aria-label": nf + " not found" }, "?" + nf));
   }
   function makeRow(pos) {
     const i = view[pos];
@@ -390,8 +401,11 @@
       over.sort((x, y) => (RANK[y.cls.slice(2)] || 0) - (RANK[x.cls.slice(2)] || 0));
       const top = over[0];
       const nums = over.map((r) => "#" + r.claim).join(", ");
-      const mark = h("mark", { class: "hl " + top.cls + (extra ? " " + extra : ""), "data-claim": String(top.claim),
-        title: (over.length > 1 ? "claims " : "claim ") + nums + ": " + label(top.cls.slice(2)), tabindex: extra ? null : "0" }, piece);
+      // text one claim is supported by and another contradicted by is both: drawn mixed, not just red
+      const mixed = over.some((r) => r.cls === "v-supported") && over.some((r) => r.cls === "v-contradicted");
+      const what = mixed ? "mixed (" + over.map((r) => "#" + r.claim + " " + label(r.cls.slice(2))).join(", ") + ")" : label(top.cls.slice(2));
+      const mark = h("mark", { class: "hl " + (mixed ? "v-mixed" : top.cls) + (extra ? " " + extra : ""), "data-claim": String(top.claim),
+        title: (over.length > 1 ? "claims " : "claim ") + nums + ": " + what, tabindex: extra ? null : "0" }, piece);
       out.push(mark);
     }
     return out;
@@ -543,8 +557,10 @@
       });
       const list = h("div", { id: "d-contexts" });
       const verdicts = contextVerdicts(res[X_CTXV]);
+      const tally = contexts.map(() => [0, 0]); // per context: claims it supports, claims it contradicts
+      if (useVerdict) claims.forEach((c) => { if (tally[c[C_CTX]] && (c[C_VERDICT] === 1 || c[C_VERDICT] === 2)) tally[c[C_CTX]][c[C_VERDICT] - 1] += 1; });
       contexts.forEach((text, k) => {
-        const box = contextBlock(text, k, byCtx[k]);
+        const box = contextBlock(text, k, byCtx[k], tally[k]);
         if (verdicts) addContextVerdict(box, verdicts.get(k), panel, claims.length, tracksUse(verdicts));
         list.append(box);
       });
@@ -669,12 +685,17 @@
     box.insertBefore(head, box.children[1]);
     if (v[V_REASON] >= 0) box.insertBefore(h("p", { class: "ctx-reason" }, str(v[V_REASON])), box.children[2]);
   }
-  function contextBlock(text, k, ranges) {
+  // a context's edge and note say what the claims citing it found: supports (green), contradicts (red), or both (mixed)
+  function contextBlock(text, k, ranges, tally) {
     const long = text.length > 700;
+    const [sup, con] = tally;
+    const use = sup && con ? "c-mixed" : sup ? "c-supports" : con ? "c-contradicts" : "";
+    const said = [sup ? "supports " + sup : "", con ? "contradicts " + con : ""].filter(Boolean).join(", ");
     const body = h("p", { class: "text" }, highlight(text, ranges, "quote"));
     const headEl = h("p", { class: "ctx-h" }, h("strong", null, "Context " + k), h("span", null, int(text.length) + " chars"),
-      h("span", null, ranges.length ? ranges.length + " quote" + (ranges.length === 1 ? "" : "s") + " cited" : "not cited"));
-    const box = h("article", { class: "ctx" + (long ? " clamped" : ""), "data-context": String(k) }, headEl, body);
+      h("span", null, ranges.length ? ranges.length + " quote" + (ranges.length === 1 ? "" : "s") + " cited" : "not cited"),
+      said ? h("span", { class: "ctx-tally " + use, title: "claims citing this context: " + (sup ? sup + " supported" : "") + (sup && con ? ", " : "") + (con ? con + " contradicted" : "") }, (sup && con ? "mixed: " : "") + said) : null);
+    const box = h("article", { class: "ctx" + (long ? " clamped" : "") + (use ? " " + use : ""), "data-context": String(k) }, headEl, body);
     if (long) {
       const toggle = h("button", { type: "button", class: "linkish", "aria-expanded": "false" }, "show all");
       toggle.addEventListener("click", () => {

@@ -1,0 +1,65 @@
+"""``ragmetrics eval``'s text summary: the aggregates table and the worst samples (all text escaped)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragmetrics._terminal import printable
+
+__all__ = ["clip", "summary_table", "worst_samples"]
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def summary_table(report: Any) -> str:
+    header = ["metric", "mean", "95% CI", "pass rate", "scored", "statuses"]
+    rows = []
+    for agg in report.aggregates.values():
+        ci = f"[{_fmt(agg.ci_low)}, {_fmt(agg.ci_high)}]" if agg.ci_low is not None else "-"
+        rate = f"{agg.pass_rate:.0%}" if agg.pass_rate is not None else "-"
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(agg.statuses.items()) if k != "ok") or "all ok"
+        rows.append([agg.name, _fmt(agg.mean), ci, rate, f"{agg.count}/{agg.total}", statuses])
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    table = [header, *rows]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in ``...`` when something was cut."""
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def worst_samples(records: Sequence[Any], n: int) -> str:
+    scored = [r for r in records if r.mean_score is not None]
+    scored.sort(key=lambda r: r.mean_score)
+    out = []
+    for r in scored[:n]:
+        question = (r.sample.question or "") if r.sample else ""
+        out.append(
+            f"#{r.index} {printable(r.id)}  mean {r.mean_score:.3f}  "
+            + "  ".join(f"{printable(k)} {_fmt(v)}" for k, v in r.scores.items())
+        )
+        if question:
+            out.append(f"    Q: {printable(clip(question, 110))}")
+        seen = set()
+        for result in r.results.values():
+            for claim in result.claims:
+                if claim.verdict in ("contradicted", "not_found") and claim.text not in seen:
+                    seen.add(claim.text)
+                    line = f"    {claim.verdict.upper()}: {printable(clip(claim.text, 100))}"
+                    if claim.evidence:
+                        evidence = printable(clip(claim.evidence, 100))
+                        line += f'\n      context {claim.context_index}: "{evidence}"'
+                    out.append(line)
+    failed = [r for r in records if r.errors]
+    if failed:
+        out.append(
+            f"{len(failed)} record(s) carry errors, e.g. #{failed[0].index}: "
+            f"{printable(clip(failed[0].errors[0].message, 160))}"
+        )
+    return "\n".join(out)

@@ -1,0 +1,105 @@
+"""Scores out to Phoenix: one span annotation per metric result, on the span the sample came from.
+
+``--export phoenix:http://HOST:PORT`` logs, for each record of a sample read from traces (``--traces``,
+OTLP file or Phoenix) and each metric, a span annotation (``POST /v1/span_annotations`` through
+``arize-phoenix-client``) on the trace's root span (``meta.span_id``), so Phoenix shows it beside the trace:
+
+* ``name``: the metric's name (``faithfulness``); ``annotator_kind``: ``LLM``;
+* ``result.score``: the score (absent when the metric produced none);
+* ``result.label``: ``passed`` or ``failed`` at the metric's threshold; without a threshold verdict, the
+  status when it is not ``ok`` (``invalid_input``, ``provider_error``...);
+* ``result.explanation``: the result's reason, or the error message (at most 4,000 characters);
+* ``metadata``: ``{"status": ..., "sample_id": ..., "source": "ragmetrics"}``.
+
+Phoenix keeps one annotation per (name, span, identifier), so scoring a trace again replaces its
+annotation. A record with no span id (a sample from a data file) has nothing to annotate and is
+counted as unlinked. Needs the ``phoenix`` extra: ``pip install 'ragmetrics[phoenix]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ragmetrics.errors import ConfigError, ExportError
+from ragmetrics.traces.phoenix import parse_phoenix_url, phoenix_client
+
+__all__ = ["export_phoenix", "span_annotations"]
+
+_BATCH = 500
+_MAX_EXPLANATION = 4000
+
+
+def span_annotations(records: Iterable[Any]) -> tuple[list[dict[str, Any]], int]:
+    """The annotations to log, and how many metric results had no span to go on."""
+    annotations: list[dict[str, Any]] = []
+    unlinked = 0
+    for record in records:
+        meta = record.sample.meta if record.sample is not None else record.extra
+        span_id = meta.get("span_id") if isinstance(meta, dict) else None
+        for metric in record.scores:
+            if not span_id:
+                unlinked += 1
+                continue
+            status = record.status_of(metric)
+            result = record.results.get(metric)
+            outcome: dict[str, Any] = {}
+            score = record.scores.get(metric)
+            if score is not None:
+                outcome["score"] = float(score)
+            if result is not None and result.passed is not None:
+                outcome["label"] = "passed" if result.passed else "failed"
+            elif status != "ok":
+                outcome["label"] = status
+            reason = result.reason if result is not None else None
+            if reason is None:
+                reason = next((e.message for e in record.errors if e.metric in (metric, None)), None)
+            if reason:
+                outcome["explanation"] = reason[:_MAX_EXPLANATION]
+            if not outcome:
+                outcome["label"] = status
+            annotations.append(
+                {
+                    "name": metric,
+                    "span_id": str(span_id),
+                    "annotator_kind": "LLM",
+                    "result": outcome,
+                    "metadata": {"status": status, "sample_id": record.id, "source": "ragmetrics"},
+                }
+            )
+    return annotations, unlinked
+
+
+def export_phoenix(records: Iterable[Any], target: str) -> tuple[int, int]:
+    """Log one span annotation per metric result to Phoenix; returns (logged, unlinked).
+
+    Raises:
+        ExportError: Phoenix could not be reached or refused the annotations.
+        MissingDependencyError: The ``phoenix`` extra is not installed.
+    """
+    import httpx  # a dependency of openai and of the Phoenix client
+
+    try:
+        base_url, _ = parse_phoenix_url(target, "--export")
+    except ConfigError as exc:
+        raise ExportError(str(exc)) from None
+    annotations, unlinked = span_annotations(records)
+    client = phoenix_client(base_url, "exporting scores to Phoenix")
+    logged = 0
+    for start in range(0, len(annotations), _BATCH):
+        batch = annotations[start : start + _BATCH]
+        try:
+            client.spans.log_span_annotations(span_annotations=batch, sync=True)
+        except httpx.HTTPStatusError as exc:
+            raise ExportError(
+                f"--export phoenix: Phoenix at {base_url} refused {len(annotations) - logged} of "
+                f"{len(annotations)} span annotations (HTTP {exc.response.status_code}: "
+                f"{exc.response.text[:300]})"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ExportError(
+                f"--export phoenix: cannot reach Phoenix at {base_url} ({exc}); "
+                f"{len(annotations) - logged} of {len(annotations)} span annotations not logged"
+            ) from None
+        logged += len(batch)
+    return logged, unlinked

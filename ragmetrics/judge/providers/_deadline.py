@@ -1,0 +1,86 @@
+"""A wall-clock limit on each HTTP attempt, however slowly the server sends.
+
+The SDKs' ``timeout`` bounds each read of the socket, so a server that trickles its reply (one byte a
+second) never trips it and holds the attempt as long as it likes. The HTTP client the provider judges
+build (:func:`deadline_client`) bounds the whole ``send`` instead: connecting, sending, the response
+hooks and reading the body all end at ``deadline_s``, raising the HTTP library's own ``ReadTimeout``
+(the SDK turns it into its ``APITimeoutError``, which the judge classifies as a ``timeout``), marked
+with whether the reply had begun, so that the message can say which limit ended it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+from contextvars import ContextVar
+from typing import Any
+
+__all__ = ["deadline_client", "deadline_message"]
+
+_BEGUN: ContextVar[list[bool] | None] = ContextVar("ragmetrics_reply_begun", default=None)
+
+
+async def _reply_begun(response: Any) -> None:
+    """A response hook: the status line and headers arrived (the body may still be on its way)."""
+    begun = _BEGUN.get()
+    if begun is not None:
+        begun.append(True)
+
+
+@functools.cache
+def _client_class(base: type) -> type:
+    """``base`` (an SDK's default async HTTP client class) with a deadline on every ``send``."""
+    root = next(c for c in type.mro(base) if c.__name__ == "AsyncClient")
+    http = importlib.import_module(root.__module__.split(".", 1)[0])  # httpx, or the SDKs' httpx2
+
+    class AttemptDeadline(http.ReadTimeout):  # type: ignore[misc,name-defined]
+        """The whole attempt outlived its wall-clock limit."""
+
+        ragmetrics_deadline: tuple[float, bool] = (0.0, False)
+        """The limit in seconds, and whether the reply had begun to arrive."""
+
+    class DeadlineClient(base):  # type: ignore[misc]
+        def __init__(self, *args: Any, deadline_s: float, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._ragmetrics_deadline_s = deadline_s
+            hooks: dict[str, list[Any]] = dict(self.event_hooks)  # type: ignore[has-type]
+            hooks["response"] = [_reply_begun, *hooks.get("response", [])]
+            self.event_hooks = hooks
+
+        async def send(self, request: Any, **kwargs: Any) -> Any:
+            limit = self._ragmetrics_deadline_s
+            begun: list[bool] = []
+            token = _BEGUN.set(begun)  # copied into the task wait_for runs the send in
+            try:
+                return await asyncio.wait_for(super().send(request, **kwargs), timeout=limit)
+            except asyncio.TimeoutError as exc:
+                what = "the reply did not finish" if begun else "no reply"
+                error = AttemptDeadline(f"{what} within {limit:g} s", request=request)
+                error.ragmetrics_deadline = (limit, bool(begun))
+                raise error from exc
+            finally:
+                _BEGUN.reset(token)
+
+    DeadlineClient.__name__ = DeadlineClient.__qualname__ = f"Deadline{base.__name__.lstrip('_')}"
+    return DeadlineClient
+
+
+def deadline_client(sdk: Any, deadline_s: float, **kwargs: Any) -> Any:
+    """The SDK's default async HTTP client whose every request ends within ``deadline_s`` seconds."""
+    return _client_class(sdk.DefaultAsyncHttpxClient)(deadline_s=deadline_s, **kwargs)
+
+
+def deadline_message(exc: BaseException) -> str | None:
+    """What ended the attempt, if ``exc`` (an SDK timeout error) came from its wall-clock limit."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        mark = getattr(current, "ragmetrics_deadline", None)
+        if isinstance(mark, tuple):
+            limit, begun = mark
+            what = "the reply did not finish" if begun else "no reply"
+            return f"{what} within {limit:g} s (timeout_s bounds each attempt's whole wall clock)"
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

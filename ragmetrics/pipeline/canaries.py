@@ -1,0 +1,176 @@
+"""Canaries: known-answer probes put to every LLM judge of a run before its scores are trusted.
+
+The bundled ``ragmetrics/data/canaries.json`` is one faithfulness sample whose answer has three
+sentences with known verdicts against its context: one plainly supported, one plainly contradicted
+(a date), one about something the context does not mention (unrelated). Each judge of the run scores
+it with :class:`~ragmetrics.metrics.claims.faithfulness.FaithfulnessMetric` through the run's own
+caching judge, so it costs one extraction and one verification request (at most 4 with the two
+verification re-asks), is cached like any call (a re-run pays 0) and is counted in the run's usage,
+never in the dataset's scores or records.
+
+A judge *fails* the canaries when the supported sentence does not come back supported, the
+contradicted one contradicted, or the unrelated one comes back supported (a sentence whose claim
+the judge did not extract, or whose span is not in the answer, fails too). A judge that gives no
+reply at all (a timeout, a refused key, a server error: ``answered`` False) gets no verdict: the run's
+own gates report what happened, as without canaries. The offline judge runs them too, at no cost: it
+passes, and showing that costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragmetrics._textnorm import normalize_for_match
+from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.sample import Sample
+from ragmetrics.score import Usage
+
+__all__ = ["CANARY_CALLS_MAX", "CanaryProbe", "CanaryResult", "canary_message", "run_canaries"]
+
+CANARY_CALLS_MAX = 4
+"""Calls per run and judge at most: one extraction, one verification, a re-ask of each."""
+
+Kind = Literal["supported", "contradicted", "unrelated"]
+
+NO_REPLY = frozenset({"timeout", "rate_limited", "provider_error"})
+"""Statuses of a judge that did not answer: its canaries give no verdict (the run's gates say why)."""
+
+
+class CanaryProbe(BaseModel):
+    """One known-answer sentence and what the judge said about it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Kind
+    """What any reading judge says: ``supported``, ``contradicted``, or (``unrelated``) not supported."""
+    sentence: str
+    """The answer sentence."""
+    got: str | None = None
+    """The judge's verdict on it (None: no claim of it was extracted with its span in the answer)."""
+    passed: bool = False
+    """Whether the verdict is the known one."""
+
+
+class CanaryResult(BaseModel):
+    """One judge on the canaries."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str
+    """The judge's spec string."""
+    passed: bool
+    """Every probe got its known verdict."""
+    probes: list[CanaryProbe] = Field(default_factory=list)
+    """The probes, in the file's order."""
+    usage: Usage = Field(default_factory=Usage)
+    """What the canaries cost (counted in the run's usage, not in any record)."""
+    message: str | None = None
+    """Why the judge gave no usable reply, when it failed for good."""
+    answered: bool = True
+    """False: the judge gave no reply (timeout, refused key, server error), so no verdict either way."""
+
+    @property
+    def failed(self) -> bool:
+        """The judge answered and got a probe wrong: what the gate fails on."""
+        return self.answered and not self.passed
+
+    def describe(self) -> str:
+        """``passed 3/3 (supported, contradicted, unrelated), 2 calls``."""
+        calls = f"{self.usage.calls} call{'s' if self.usage.calls != 1 else ''}"
+        if not self.answered:
+            return f"no verdict (the judge did not answer: {self.message or 'no reply'}), {calls}"
+        ok = sum(p.passed for p in self.probes)
+        wrong = [f"{p.kind} -> {p.got or 'not extracted'}" for p in self.probes if not p.passed]
+        how = "passed" if self.passed else "FAILED"
+        return f"{how} {ok}/{len(self.probes)}" + (f" ({'; '.join(wrong)})" if wrong else "") + f", {calls}"
+
+
+@cache
+def canary_data() -> dict[str, Any]:
+    """The bundled probes (``ragmetrics/data/canaries.json``)."""
+    text = (resources.files("ragmetrics") / "data" / "canaries.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def canary_sample() -> Sample:
+    """The canary sample: the answer is the probes' sentences, in order."""
+    data = canary_data()
+    answer = " ".join(p["sentence"] for p in data["probes"])
+    return Sample(id="ragmetrics-canary", question=data["question"], contexts=data["contexts"], answer=answer)
+
+
+async def run_canaries(judges: Sequence[CachingJudge]) -> list[CanaryResult]:
+    """Score the canary sample through each judge; one :class:`CanaryResult` per judge, in order."""
+    from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
+
+    sample = canary_sample()
+    out = []
+    for judge in judges:
+        metric = FaithfulnessMetric(llm="offline", cache=False)
+        metric.use_judge(judge)
+        try:
+            result = await metric.evaluate_sample(sample)
+        except Exception as exc:  # a judge failing for good fails its canaries; the run goes on
+            from ragmetrics.score import spent_by
+
+            out.append(
+                CanaryResult(
+                    judge=judge.info.spec,
+                    passed=False,
+                    probes=_probes([]),
+                    usage=spent_by(exc),
+                    message=str(exc)[:300],
+                    answered=getattr(exc, "status", None) not in NO_REPLY,
+                )
+            )
+            continue
+        probes = _probes(result.claims)
+        out.append(
+            CanaryResult(
+                judge=judge.info.spec,
+                passed=all(p.passed for p in probes),
+                probes=probes,
+                usage=result.usage,
+                message=result.message if result.score is None else None,
+                answered=result.status not in NO_REPLY,
+            )
+        )
+    return out
+
+
+def _probes(claims: Iterable[Any]) -> list[CanaryProbe]:
+    found = [(normalize_for_match(c.span or c.text), c.verdict) for c in claims if c.span_found is not False]
+    probes = []
+    for raw in canary_data()["probes"]:
+        sentence = normalize_for_match(raw["sentence"])
+        verdicts = [v for span, v in found if span and (span in sentence or sentence in span)]
+        kind = raw["kind"]
+        if not verdicts:
+            got, passed = None, False
+        elif kind == "unrelated":
+            got = "supported" if "supported" in verdicts else verdicts[0]
+            passed = got != "supported"
+        else:
+            got = kind if kind in verdicts else verdicts[0]
+            passed = got == kind
+        probes.append(CanaryProbe(kind=kind, sentence=raw["sentence"], got=got, passed=passed))
+    return probes
+
+
+def canary_message(failing: Iterable[CanaryResult]) -> str:
+    """One line per judge that failed its canaries, naming what it got wrong and what to check."""
+    return "\n".join(
+        f"the judge {r.judge} failed its canaries (known-answer probes): {r.describe()}. A judge that "
+        "gets a plainly supported, contradicted or unrelated claim wrong does not judge the dataset "
+        "either. Check the model name and base URL and that the model follows instructions; "
+        "--no-canaries skips the probes, --no-judge-gate keeps the run's exit code."
+        + (f" Its last error: {r.message}" if r.message else "")
+        for r in failing
+    )

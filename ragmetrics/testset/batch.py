@@ -1,0 +1,86 @@
+"""Test-set generation through the providers' batch APIs (``generate(..., batch=True)``, ``--batch``).
+
+The eval pipeline's batch machinery (:mod:`ragmetrics.pipeline.batch`) with no second client: each
+wave of candidate slots runs in rounds through the same :class:`~ragmetrics.judge.providers.
+batch_judge.DeferringJudge`. A round writes and verifies every slot of the wave as in real time; each
+request not answered yet (by an earlier batch or the disk cache) is deferred, and the round's
+deferred requests go to the provider as one batch. The next round replays the answers and defers
+what they lead to (generation, then claim extraction, then verification: three batches for a wave of
+answerable items). The round that defers nothing is the wave's result, exactly the attempts a
+real-time run of that wave makes, at batch prices.
+
+A wait stopped by ``max_wait_s`` raises :class:`~ragmetrics.errors.BatchPendingError` with the
+items of the waves before it written; the same call with ``resume=True`` (``--resume``) collects the
+batches in the ledger and sends nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from ragmetrics.judge import Judge
+from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.pipeline.batch import (
+    BatchOptions,
+    collect_batches,
+    open_lane,
+    refuse_unfinished,
+    submit_deferred,
+)
+from ragmetrics.testset.slots import Slot
+from ragmetrics.testset.verify import Attempt
+
+__all__ = ["BatchWaves"]
+
+SlotRun = Callable[[Judge, Slot], Awaitable[Attempt]]
+
+
+class BatchWaves:
+    """Runs the waves of one generation through the provider batch API of ``judge``.
+
+    Args:
+        judge: The run's caching provider judge (its disk cache gets every reply a batch brings).
+        options: How to submit, poll, wait and resume.
+
+    Raises:
+        ConfigError: The judge has no batch API (the offline judge).
+    """
+
+    def __init__(self, judge: CachingJudge, options: BatchOptions) -> None:
+        self.options = options
+        self.lane = open_lane(judge, options)
+        self.started = time.monotonic()
+        self._ready = False
+
+    async def run(self, wave: Sequence[Slot], attempt: SlotRun) -> list[Attempt]:
+        """The attempts of ``wave``, every call answered through provider batches.
+
+        Raises:
+            ConfigError: Unfinished batches of an earlier run and ``resume`` off.
+            BatchPendingError: ``max_wait_s`` passed with batches still running.
+            JudgeError: The batch API itself failed.
+        """
+        lane, options = self.lane, self.options
+        if not self._ready:
+            refuse_unfinished([lane], options)
+            await collect_batches([lane], options, self.started)
+            self._ready = True
+        attempts: list[Attempt] = []
+        for number in range(1, options.max_rounds + 1):
+            lane.deferring.last_round = number == options.max_rounds
+            judge = CachingJudge(lane.deferring, None)
+            attempts = list(await asyncio.gather(*(attempt(judge, s) for s in wave)))
+            if not await submit_deferred(lane, options):
+                break
+            await collect_batches([lane], options, self.started)
+        # the wave's replies are in the judge cache now: a later request for one is a cache hit
+        lane.ledger.forget(list(lane.deferring.conversations()))
+        lane.deferring.touched.clear()
+        return attempts
+
+    async def aclose(self) -> None:
+        """Close the batch API client and the ledger (the caller closes the judge)."""
+        await self.lane.api.aclose()
+        self.lane.ledger.close()

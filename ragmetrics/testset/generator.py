@@ -1,0 +1,365 @@
+"""``ragmetrics.generate(documents, size=N, out=...)``: a test set from the user's own documents.
+
+The run: load and chunk the documents, lay out the candidate slots (:mod:`.slots`), then run them in
+waves of at most ``concurrency`` (each wave only as large as the items still missing, and as the
+budget allows), and keep the accepted items in slot order, dropping near-duplicate questions. Items
+and rejects are appended to their JSONL files as each wave ends, flushed and synced, so a run
+killed at any point loses at most the wave in flight, whose calls are in the judge's disk cache: a
+rerun with the same arguments skips the slots already written and pays only for the missing items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from rapidfuzz import fuzz
+
+from ragmetrics._aio import run_sync
+from ragmetrics.errors import ConfigError
+from ragmetrics.judge import Judge, resolve_judge
+from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.judge.offline.stopwords import content_tokens
+from ragmetrics.judge.offline.text import tokenize
+from ragmetrics.pipeline.batch import batch_options
+from ragmetrics.pipeline.progress import ProgressBar
+from ragmetrics.score import Usage
+from ragmetrics.testset.batch import BatchWaves
+from ragmetrics.testset.budget import estimate_slots, priced
+from ragmetrics.testset.documents import Chunk, chunk_documents, load_documents
+from ragmetrics.testset.records import Reject, TestsetItem
+from ragmetrics.testset.report import TestsetReport, build_report, requested_counts
+from ragmetrics.testset.slots import Slot, chunk_terms, normalise_mix, plan_slots
+from ragmetrics.testset.verify import Attempt, run_slot
+
+__all__ = ["DUPLICATE_RATIO", "Testset", "generate", "generate_sync", "prepare"]
+
+DUPLICATE_RATIO = 90.0
+"""Similarity (rapidfuzz ratio of the questions' content words, 0-100) that makes a near duplicate."""
+
+
+@dataclass(slots=True)
+class Testset:
+    """What a run produced: the items (those resumed from ``out`` first), the rejects, the report."""
+
+    __test__ = False  # not a pytest test class
+    items: list[TestsetItem]
+    rejects: list[Reject]
+    report: TestsetReport
+    chunks: list[Chunk] = field(default_factory=list)
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """The items as plain dicts (what the output file holds, one a line)."""
+        return [i.model_dump(mode="json") for i in self.items]
+
+
+def _read_jsonl(path: Path, model: type[BaseModel]) -> list[Any]:
+    """The records of an append-only file; a torn last line (a crash mid-write) is cut off the file."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    keep = data.rfind(b"\n") + 1
+    if keep < len(data):  # the tail after the last newline was being written when the run died
+        with path.open("r+b") as fh:
+            fh.truncate(keep)
+    out = []
+    for n, line in enumerate(data[:keep].decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(model.model_validate_json(line))
+        except ValidationError as exc:
+            raise ConfigError(
+                f"{path}:{n}: not a {model.__name__} line; move the file away or pass a new path "
+                f"({exc.error_count()} problem(s))"
+            ) from exc
+    return out
+
+
+def _append(path: Path | None, records: Sequence[BaseModel]) -> None:
+    if path is None or not records:
+        return
+    with path.open("a", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _key(question: str) -> str:
+    """A question's content words, in order (templates and function words left out)."""
+    return " ".join(content_tokens(tokenize(question)))
+
+
+def _duplicate_of(question: str, kept: Sequence[TestsetItem]) -> TestsetItem | None:
+    q = _key(question)
+    for item in kept:
+        if fuzz.ratio(q, _key(item.question), score_cutoff=DUPLICATE_RATIO):
+            return item
+    return None
+
+
+def _pick(pending: Sequence[Slot], want: int, quota: Mapping[str, int], have: Counter[str]) -> list[Slot]:
+    """The next ``want`` slots of kinds still short of their quota; other kinds once none is short."""
+    wave: list[Slot] = []
+    taken = Counter(have)
+    for slot in pending:
+        if len(wave) >= want:
+            break
+        if taken[slot.kind] < quota.get(slot.kind, 0):
+            wave.append(slot)
+            taken[slot.kind] += 1
+    if not wave:  # every kind with slots left has its quota (others ran out of chunks): fill with any
+        wave = list(pending[:want])
+    return wave
+
+
+def prepare(documents: Any, *, chunk_tokens: int = 256, overlap_tokens: int = 32) -> list[Chunk]:
+    """The chunks of ``documents`` (paths, folders, LangChain Documents, LlamaIndex nodes, or chunks)."""
+    if isinstance(documents, Sequence) and documents and all(isinstance(d, Chunk) for d in documents):
+        return list(documents)
+    return chunk_documents(
+        load_documents(documents), chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens
+    )
+
+
+async def generate(
+    documents: Any,
+    *,
+    size: int = 20,
+    llm: Any = None,
+    out: str | Path | None = None,
+    rejects: str | Path | None = None,
+    mix: Mapping[str, float] | None = None,
+    styles: Sequence[str] = ("plain",),
+    generator: str = "auto",
+    chunk_tokens: int = 256,
+    overlap_tokens: int = 32,
+    seed: int = 0,
+    max_cost_usd: float | None = None,
+    max_candidates: int | None = None,
+    concurrency: int = 8,
+    cache: bool | str | Path = True,
+    resume: bool = True,
+    progress: bool | None = False,
+    batch: Any = False,
+) -> Testset:
+    """Generate ``size`` verified question/reference items from ``documents``.
+
+    Example:
+        >>> ts = await ragmetrics.generate("docs/", size=50, llm="openai:gpt-4o-mini", out="testset.jsonl")
+        >>> print(ts.report)
+
+    Args:
+        documents: Files and folders (``.txt``, ``.md``, ``.html``, ``.pdf``; ``.jsonl`` of ready
+            chunks), LangChain ``Document``s, LlamaIndex nodes, or :class:`Chunk` objects.
+        size: Items wanted.
+        llm: The judge that writes and verifies: a spec string, an SDK client, a ``Judge``; None: from
+            the environment (offline when nothing is configured).
+        out: The output JSONL, appended to item by item (and read back to resume).
+        rejects: The rejects JSONL (default: ``out`` with ``.rejects.jsonl``; none without ``out``).
+        mix: Weights per kind (``single_hop``, ``multi_hop``, ``comparison``, ``summary``,
+            ``unanswerable``); default :data:`~ragmetrics.testset.slots.DEFAULT_MIX`.
+        styles: Question styles used in turn (``plain``, ``short``, ``conversational``, ``typos``).
+        generator: ``llm``, ``extractive`` (the offline generator: questions built from the documents'
+            own sentences, verified by ``llm``), or ``auto``: extractive when the judge is the offline
+            heuristic, else llm.
+        chunk_tokens: Chunk size in estimated tokens (characters / 4).
+        overlap_tokens: Overlap between neighbouring chunks.
+        seed: Seeds the chunk order and the typos.
+        max_cost_usd: Stop launching candidates once their estimated cost would pass this.
+        max_candidates: Slots tried at most (default 3 x size): regenerations for rejected ones.
+        concurrency: Candidates in flight.
+        cache: The judge cache (True: the default folder; a path; False: memory only).
+        resume: Read ``out`` and ``rejects`` and skip the slots they hold (False: start them afresh).
+        progress: Draw a progress bar on stderr (None: the pipeline's default, on).
+        batch: Send the calls through the provider's batch API at its half price, as
+            ``EvaluationPipeline(batch=...)``: True, a :class:`~ragmetrics.pipeline.batch.BatchOptions`
+            or a dict of its fields (``directory``, ``resume``, ``poll_interval_s``, ``max_wait_s``...).
+            Each wave of candidates (all the missing items at once) takes a batch per step: generation,
+            claim extraction, verification. The items are those of a real-time run with
+            ``concurrency >= size``.
+
+    Raises:
+        ConfigError: Bad arguments, unreadable documents, a budget with an unpriced model, batch
+            mode with the offline judge, unfinished batches of an earlier run without ``resume``.
+        BatchPendingError: Batch mode's ``max_wait_s`` passed with batches running (rerun with
+            ``resume``: the items written so far are kept, nothing is sent twice).
+    """
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+    if generator not in ("auto", "llm", "extractive"):
+        raise ConfigError(f"generator must be 'auto', 'llm' or 'extractive', got {generator!r}")
+    normalise_mix(mix)
+    options = batch_options(batch)
+    chunks = prepare(documents, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
+    slots = plan_slots(chunks, size=size, mix=mix, styles=styles, seed=seed, max_slots=max_candidates)
+    judge = resolve_judge(llm, cache=cache)
+    waves = None
+    try:
+        waves = BatchWaves(judge, options) if options is not None else None
+        return await _run(
+            judge,
+            chunks,
+            slots,
+            size=size,
+            out=out,
+            rejects=rejects,
+            mix=mix,
+            generator=generator,
+            seed=seed,
+            max_cost_usd=max_cost_usd,
+            concurrency=concurrency,
+            resume=resume,
+            progress=progress,
+            waves=waves,
+        )
+    finally:
+        if waves is not None:
+            await waves.aclose()
+        if llm is not judge:
+            await judge.aclose()
+
+
+async def _run(
+    judge: CachingJudge,
+    chunks: list[Chunk],
+    slots: list[Slot],
+    *,
+    size: int,
+    out: str | Path | None,
+    rejects: str | Path | None,
+    mix: Mapping[str, float] | None,
+    generator: str,
+    seed: int,
+    max_cost_usd: float | None,
+    concurrency: int,
+    resume: bool,
+    progress: bool | None,
+    waves: BatchWaves | None = None,
+) -> Testset:
+    extractive = generator == "extractive" or (generator == "auto" and judge.info.heuristic)
+    name = "extractive" if extractive else judge.info.spec
+    out_path = Path(out) if out is not None else None
+    rejects_path = (
+        Path(rejects)
+        if rejects is not None
+        else (
+            out_path.with_name(out_path.name.removesuffix(".jsonl") + ".rejects.jsonl") if out_path else None
+        )
+    )
+    for p in (out_path, rejects_path):
+        if p is not None:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if not resume and p.exists():
+                p.unlink()
+    items: list[TestsetItem] = _read_jsonl(out_path, TestsetItem) if out_path else []
+    dropped: list[Reject] = _read_jsonl(rejects_path, Reject) if rejects_path else []
+    resumed = len(items)
+    done = {int(i.id.removeprefix("t")) for i in items if i.id.startswith("t")} | {r.slot for r in dropped}
+    notes: list[str] = []
+    if max_cost_usd is not None and not extractive and not priced(judge):
+        raise ConfigError(
+            f"max_cost_usd: the judge {judge.info.spec} has no price in the price table; give a price "
+            "(RAGMETRICS_PRICES) or use max_candidates= to cap the calls"
+        )
+    per_slot = estimate_slots(judge, slots[: max(1, min(len(slots), 8))], extractive=extractive).cost_usd
+    per_slot /= max(1, min(len(slots), 8))
+    df: Counter[str] = Counter(t for c in chunks for t in chunk_terms(c))
+    df[""] = len(chunks)
+    usage = Usage()
+    bar = ProgressBar(size, enabled=progress)
+    pending = [s for s in slots if s.index not in done]
+    bar.update(len(items), failed=len(dropped))
+    quota = requested_counts(size, normalise_mix(mix))
+    try:
+        while len(items) < size and pending:
+            want = size - len(items) if waves is not None else min(size - len(items), concurrency)
+            if max_cost_usd is not None and per_slot > 0:
+                fits = int((max_cost_usd - usage.cost_usd) // per_slot)
+                if fits < 1:
+                    notes.append(
+                        f"stopped at the budget max_cost_usd=${max_cost_usd:g}: spent ${usage.cost_usd:.6f}, "
+                        f"the next candidate is estimated at ${per_slot:.6f}"
+                    )
+                    break
+                want = min(want, fits)
+            wave = _pick(pending, want, quota, Counter(i.kind for i in items))
+            pending = [s for s in pending if s not in wave]
+
+            def earlier(question: str, written: Sequence[TestsetItem] = tuple(items)) -> str | None:
+                twin = _duplicate_of(question, written)
+                return None if twin is None else f"near duplicate of {twin.id}: {twin.question[:120]!r}"
+
+            async def attempt(judge: Judge, s: Slot, earlier: Any = earlier) -> Attempt:
+                return await run_slot(
+                    judge, s, extractive=extractive, generator=name, seed=seed, df=df, duplicate=earlier
+                )
+
+            if waves is not None:
+                attempts = await waves.run(wave, attempt)
+            else:
+                attempts = await asyncio.gather(*(attempt(judge, s) for s in wave))
+            kept: list[TestsetItem] = []
+            lost: list[Reject] = []
+            for att in attempts:  # in slot order, so a rerun keeps the same items
+                usage = usage + att.usage
+                if att.item is not None and len(items) + len(kept) < size:
+                    twin = _duplicate_of(att.item.question, [*items, *kept])
+                    if twin is None:
+                        kept.append(att.item)
+                        continue
+                    att.reject = Reject(
+                        slot=att.slot.index,
+                        kind=att.slot.kind,
+                        reason="near_duplicate",
+                        detail=f"near duplicate of {twin.id}: {twin.question[:120]!r}",
+                        chunk_ids=att.item.reference_context_ids,
+                        question=att.item.question,
+                        reference=att.item.reference,
+                    )
+                if att.reject is not None:
+                    lost.append(att.reject)
+            _append(out_path, kept)
+            _append(rejects_path, lost)
+            items += kept
+            dropped += lost
+            bar.update(
+                len(items),
+                failed=len(dropped),
+                cost_usd=usage.cost_usd,
+                cache_hits=judge.stats.hits,
+                cache_requests=judge.stats.hits + judge.stats.misses,
+            )
+    finally:
+        bar.close()
+    if len(items) < size and not pending and not notes:
+        notes.append(
+            f"all {len(slots)} candidate slots were used; {size - len(items)} item(s) short "
+            "(raise max_candidates, add documents or lower size)"
+        )
+    report = build_report(
+        items,
+        dropped,
+        chunks,
+        size=size,
+        mix=normalise_mix(mix),
+        usage=usage,
+        generator=name,
+        judge=judge.info.spec,
+        resumed=resumed,
+        notes=notes,
+    )
+    return Testset(items=items, rejects=dropped, report=report, chunks=chunks)
+
+
+def generate_sync(documents: Any, **options: Any) -> Testset:
+    """:func:`generate`, blocking (also inside a running event loop, e.g. Jupyter)."""
+    return run_sync(generate(documents, **options))

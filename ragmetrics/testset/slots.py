@@ -1,0 +1,192 @@
+"""Which chunks each candidate question is written from: a fixed list of slots, a pure function of the input.
+
+Slot ``i`` has a kind (the requested mix interleaved by largest remainder), a style (the styles in
+turn) and its chunks: one for ``single_hop``, ``summary`` and ``unanswerable`` (one walk, shared by
+these kinds, over the chunks in a seeded order that alternates between documents, so early slots
+already cover many documents and chunks); two
+for ``multi_hop`` and ``comparison`` (pairs of chunks sharing specific terms, best pairs first, never
+two neighbouring chunks of one document, which share their overlap). Because the list does not depend
+on what the judge answered, a resumed run walks the same slots, and a slot finished before a crash is
+skipped while the ones cut short hit the judge cache. Chunks with no sentence of four words or more
+outside their headings (a heading alone, a table row, a caption) get no slot, nor do pairs of two
+copies of one text (:data:`COPY_SHARE`): no question can be written from them, so each such candidate
+was one call wasted on a reject.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ragmetrics.errors import ConfigError
+from ragmetrics.judge.offline.stopwords import content_tokens
+from ragmetrics.judge.offline.text import tokenize
+from ragmetrics.testset.documents import Chunk
+from ragmetrics.testset.extractive import has_sentence
+from ragmetrics.testset.records import KINDS, STYLES, TWO_CHUNK_KINDS
+
+__all__ = ["DEFAULT_MIX", "Slot", "chunk_terms", "normalise_mix", "plan_slots"]
+
+DEFAULT_MIX: Mapping[str, float] = {
+    "single_hop": 0.5,
+    "multi_hop": 0.2,
+    "comparison": 0.1,
+    "summary": 0.1,
+    "unanswerable": 0.1,
+}
+"""The default kind mix: half single-hop facts, the rest spread over the harder kinds."""
+
+COPY_SHARE = 0.8
+"""Share of their content terms two chunks have in common (Jaccard) above which a pair is the same text
+twice (one page retrieved under two ids, a boilerplate section): no two-chunk question is made of it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One candidate: what to ask, in which style, from which chunks."""
+
+    index: int
+    kind: str
+    style: str
+    chunks: tuple[Chunk, ...]
+
+
+def normalise_mix(mix: Mapping[str, float] | None) -> dict[str, float]:
+    """The mix as shares summing to 1 (unknown kinds and negative weights refused).
+
+    Raises:
+        ConfigError: An unknown kind, a negative weight, or no positive weight.
+    """
+    mix = dict(DEFAULT_MIX if mix is None else mix)
+    unknown = sorted(set(mix) - set(KINDS))
+    if unknown:
+        raise ConfigError(f"mix: unknown kind(s) {unknown}; the kinds are {', '.join(KINDS)}")
+    if any(not isinstance(w, (int, float)) or w < 0 or math.isnan(w) for w in mix.values()):
+        raise ConfigError(f"mix: weights must be numbers >= 0, got {mix}")
+    total = sum(mix.values())
+    if total <= 0:
+        raise ConfigError("mix: at least one kind needs a positive weight")
+    return {k: mix[k] / total for k in KINDS if mix.get(k, 0) > 0}
+
+
+def chunk_terms(chunk: Chunk) -> set[str]:
+    """The content terms of a chunk (stopwords, short words and numbers left out)."""
+    return {t for t in content_tokens(tokenize(chunk.text)) if len(t) > 2 and not t.isdigit()}
+
+
+def _single_order(chunks: Sequence[Chunk], rng: random.Random) -> list[Chunk]:
+    by_doc: dict[str, list[Chunk]] = defaultdict(list)
+    for c in chunks:
+        by_doc[c.doc_id].append(c)
+    docs = sorted(by_doc)
+    rng.shuffle(docs)
+    for d in docs:
+        rng.shuffle(by_doc[d])
+    order: list[Chunk] = []
+    depth = 0
+    while len(order) < len(chunks):
+        order += [by_doc[d][depth] for d in docs if depth < len(by_doc[d])]
+        depth += 1
+    return order
+
+
+def _pairs(chunks: Sequence[Chunk], terms: Sequence[set[str]], limit: int) -> list[tuple[int, int]]:
+    df: Counter[str] = Counter(t for ts in terms for t in ts)
+    n = len(chunks)
+    posting: dict[str, list[int]] = defaultdict(list)
+    for i, ts in enumerate(terms):
+        for t in ts:
+            if 1 < df[t] <= max(2, n // 4):  # shared, and specific enough to link two chunks
+                posting[t].append(i)
+    score: defaultdict[tuple[int, int], float] = defaultdict(float)
+    for t, idx in posting.items():
+        weight = math.log((1 + n) / df[t])
+        for a_pos, a in enumerate(idx):
+            for b in idx[a_pos + 1 :]:
+                score[(a, b)] += weight
+
+    def neighbours(a: int, b: int) -> bool:
+        ca, cb = chunks[a], chunks[b]
+        return ca.doc_id == cb.doc_id and (ca.end > cb.start and cb.end > ca.start or abs(a - b) <= 1)
+
+    def copies(a: int, b: int) -> bool:  # the same text twice (a page cited twice): nothing to combine
+        both = len(terms[a] & terms[b])
+        return both >= COPY_SHARE * max(1, len(terms[a] | terms[b]))
+
+    ranked = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
+    used: Counter[int] = Counter()
+    out: list[tuple[int, int]] = []
+    for (a, b), _ in ranked:
+        if neighbours(a, b) or copies(a, b) or used[a] >= 2 or used[b] >= 2:
+            continue
+        out.append((a, b))
+        used[a] += 1
+        used[b] += 1
+        if len(out) >= limit:
+            break
+    return out
+
+
+def plan_slots(
+    chunks: Sequence[Chunk],
+    *,
+    size: int,
+    mix: Mapping[str, float] | None = None,
+    styles: Sequence[str] = ("plain",),
+    seed: int = 0,
+    max_slots: int | None = None,
+) -> list[Slot]:
+    """The candidate slots for a test set of ``size`` items (at most ``max_slots``, default 3 x size).
+
+    A kind whose chunks (or chunk pairs) run out gets no more slots; the report shows the shortfall.
+    Chunks without a usable sentence are left out (all of them are kept when none has one).
+
+    Raises:
+        ConfigError: A bad mix or style, no chunks, or a size below 1.
+    """
+    if size < 1:
+        raise ConfigError(f"size must be >= 1, got {size}")
+    if not chunks:
+        raise ConfigError("no chunks to generate from: the documents are empty")
+    bad = [s for s in styles if s not in STYLES]
+    if bad or not styles:
+        raise ConfigError(f"styles: unknown {bad}; the styles are {', '.join(STYLES)}")
+    shares = normalise_mix(mix)
+    chunks = [c for c in chunks if has_sentence(c.text)] or list(chunks)
+    limit = max_slots if max_slots is not None else 3 * size
+    rng = random.Random(seed)
+    singles = _single_order(chunks, rng)
+    terms = [chunk_terms(c) for c in chunks]
+    pairs = _pairs(chunks, terms, limit) if TWO_CHUNK_KINDS & set(shares) else []
+    pointer: Counter[str] = Counter()
+    used: Counter[str] = Counter()
+    assigned: Counter[str] = Counter()
+    exhausted: set[str] = set()
+    slots: list[Slot] = []
+    i = 0
+    while len(slots) < limit and len(exhausted) < len(shares):
+        live = [k for k in shares if k not in exhausted]
+        kind = max(live, key=lambda k: (shares[k] * (i + 1) - assigned[k], shares[k]))
+        assigned[kind] += 1
+        i += 1
+        # the one-chunk kinds share one walk over the chunks (so each kind meets new chunks first);
+        # a kind is done once it has seen every chunk (every pair, for the two-chunk kinds)
+        if kind in TWO_CHUNK_KINDS:
+            if pointer["pair"] >= len(pairs) or used[kind] >= len(pairs):
+                exhausted.add(kind)
+                continue
+            a, b = pairs[pointer["pair"]]
+            pointer["pair"] += 1
+            picked: tuple[Chunk, ...] = (chunks[a], chunks[b])
+        else:
+            if used[kind] >= len(singles):
+                exhausted.add(kind)
+                continue
+            picked = (singles[pointer["single"] % len(singles)],)
+            pointer["single"] += 1
+        used[kind] += 1
+        slots.append(Slot(len(slots), kind, styles[len(slots) % len(styles)], picked))
+    return slots

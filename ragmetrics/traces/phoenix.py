@@ -1,0 +1,116 @@
+"""Read the spans a running Phoenix server holds, as the same trace spans an OTLP JSON file gives.
+
+``--traces phoenix:http://HOST:PORT[/PROJECT]`` (and ``evaluate(traces="phoenix:...")``) reads every span
+of the project (``default`` when the URL has no path) through ``arize-phoenix-client``
+(``GET /v1/projects/{project}/spans``, paged); each becomes a :class:`~ragmetrics.traces.otlp.TraceSpan`
+and from there the traces turn into samples exactly as an OTLP file's do (:func:`trace_sample`: the same
+attributes, the same statuses for a trace without an answer or a retriever span). Phoenix returns the
+span kind as a field, not an attribute; it is read as ``openinference.span.kind``. Phoenix's REST API does
+not return resource attributes, so ``service.name`` is not in ``meta.attributes`` here.
+
+An API key, when the server needs one, is read by the Phoenix client from ``PHOENIX_API_KEY``. Needs the
+``phoenix`` extra: ``pip install 'ragmetrics[phoenix]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from ragmetrics.errors import ConfigError, MissingDependencyError
+from ragmetrics.traces.otlp import MAX_SPANS, TraceSpan, _hex_id, keep_attribute
+
+__all__ = ["DEFAULT_PROJECT", "parse_phoenix_url", "phoenix_client", "read_phoenix"]
+
+DEFAULT_PROJECT = "default"
+"""The Phoenix project read when the URL names none (Phoenix's own default project)."""
+_TIMEOUT_S = 60
+
+
+def parse_phoenix_url(target: str, flag: str = "--traces") -> tuple[str, str]:
+    """``phoenix:http://HOST:PORT[/PROJECT]`` as (base URL, project name).
+
+    Raises:
+        ConfigError: Not an http(s) URL after ``phoenix:``.
+    """
+    url = target[len("phoenix:") :] if target.startswith("phoenix:") else target
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(
+            f"{flag}: expected phoenix:http://HOST:PORT[/PROJECT] (e.g. phoenix:http://127.0.0.1:6006), "
+            f"got {target!r}"
+        )
+    project = parts.path.strip("/") or DEFAULT_PROJECT
+    return f"{parts.scheme}://{parts.netloc}", project
+
+
+def phoenix_client(base_url: str, feature: str) -> Any:
+    """A ``phoenix.client.Client`` for ``base_url``.
+
+    Raises:
+        MissingDependencyError: ``arize-phoenix-client`` is not installed.
+    """
+    try:
+        from phoenix.client import Client
+    except ImportError as exc:
+        raise MissingDependencyError("arize-phoenix-client", "phoenix", feature) from exc
+    return Client(base_url=base_url)
+
+
+def _start_ns(text: Any) -> int:
+    if not isinstance(text, str):
+        return 0
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+
+
+def _span(raw: Mapping[str, Any]) -> TraceSpan:
+    context: Mapping[str, Any] = raw["context"] if isinstance(raw.get("context"), Mapping) else {}
+    found: Mapping[Any, Any] = raw["attributes"] if isinstance(raw.get("attributes"), Mapping) else {}
+    attributes = {k: v for k, v in found.items() if isinstance(k, str) and keep_attribute(k, v)}
+    kind = raw.get("span_kind")
+    if isinstance(kind, str) and kind not in ("", "UNKNOWN"):
+        attributes.setdefault("openinference.span.kind", kind)
+    return TraceSpan(
+        trace_id=_hex_id(context.get("trace_id")),
+        span_id=_hex_id(context.get("span_id")),
+        parent_id=_hex_id(raw.get("parent_id")),
+        name=str(raw.get("name") or "")[:200],
+        start_ns=_start_ns(raw.get("start_time")),
+        attributes=attributes,
+    )
+
+
+def read_phoenix(target: str) -> Iterator[TraceSpan | str]:
+    """Every span of a Phoenix project, oldest first, or a problem string for a span that is not a span.
+
+    Raises:
+        ConfigError: A bad URL, a server that cannot be reached or refuses, an unknown project.
+        MissingDependencyError: ``arize-phoenix-client`` is not installed.
+    """
+    import httpx  # a dependency of openai and of the Phoenix client
+
+    base_url, project = parse_phoenix_url(target)
+    client = phoenix_client(base_url, "reading traces from Phoenix")
+    try:
+        spans = client.spans.get_spans(
+            project_identifier=quote(project, safe=""), limit=MAX_SPANS + 1, timeout=_TIMEOUT_S
+        )
+    except httpx.HTTPStatusError as exc:
+        status = exc.response.status_code
+        why = f"no project {project!r}" if status == 404 else f"HTTP {status}: {exc.response.text[:200]}"
+        raise ConfigError(f"--traces: Phoenix at {base_url} refused the spans request ({why})") from None
+    except httpx.HTTPError as exc:
+        raise ConfigError(f"--traces: cannot reach Phoenix at {base_url}: {exc}") from None
+    found = []
+    for number, raw in enumerate(spans, 1):
+        if isinstance(raw, Mapping):
+            found.append(_span(raw))
+        else:
+            yield f"Phoenix span {number} of project {project!r} is not an object; skipped"
+    yield from sorted(found, key=lambda s: s.start_ns)  # Phoenix pages newest first; traces go oldest first

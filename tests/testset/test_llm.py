@@ -1,0 +1,181 @@
+"""The LLM generator through the fake server: calls per item, verification, rejects, budget, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ragmetrics.testing import FakeLLMServer, FakeReply
+from ragmetrics.testset import generate_sync
+from tests.testset.docs import write_corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    return write_corpus(tmp_path / "docs")
+
+
+@pytest.fixture
+def cargo(tmp_path):
+    path = tmp_path / "cargo.md"
+    path.write_text(
+        "Cargo is the package manager of Rust. Cargo downloads dependencies and compiles packages.\n"
+    )
+    return path
+
+
+def _tasks(srv: FakeLLMServer) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in srv.requests:
+        out[r.task or "?"] = out.get(r.task or "?", 0) + 1
+    return out
+
+
+def test_at_most_three_calls_per_accepted_item_and_every_call_accounted(corpus, tmp_path, openai_spec):
+    ts = generate_sync(corpus, size=6, llm=openai_spec, out=tmp_path / "t.jsonl", cache=False)
+    assert ts.report.written == 6
+    assert ts.report.generator.startswith("openai:gpt-4o-mini@")
+    sent = ts.report.usage.calls
+    accepted = ts.items
+    # generation + extraction + verification per accepted item; rejects cost their own calls on top
+    answerable = sum(i.kind != "unanswerable" for i in accepted)
+    assert sent <= 3 * answerable + 2 * (len(accepted) - answerable) + 3 * ts.report.rejected
+    assert (
+        ts.report.calls_per_item is not None and ts.report.calls_per_item <= 3.0 + 3 * ts.report.rejected / 6
+    )
+
+
+def test_the_fake_server_counts_match_the_report(corpus, tmp_path, fake_llm_server, openai_spec):
+    ts = generate_sync(corpus, size=5, llm=openai_spec, cache=False, mix={"single_hop": 1})
+    tasks = _tasks(fake_llm_server)
+    assert sum(tasks.values()) == ts.report.usage.calls == fake_llm_server.calls.total()
+    assert tasks["testset.generate"] == ts.report.candidates  # one generation per candidate
+    assert tasks.get("claims.extract", 0) <= tasks["testset.generate"]
+    assert ts.report.written == 5
+
+
+def test_a_judge_that_does_not_read_writes_no_filler(corpus, tmp_path, dummy_keys):
+    with FakeLLMServer(answer="schema") as srv:
+        spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
+        ts = generate_sync(corpus, size=6, llm=spec, out=tmp_path / "t.jsonl", cache=False)
+    assert ts.items == []
+    assert not (tmp_path / "t.jsonl").exists() or (tmp_path / "t.jsonl").read_text() == ""
+    rejects = [json.loads(x) for x in (tmp_path / "t.rejects.jsonl").read_text().splitlines()]
+    assert len(rejects) == ts.report.rejected > 0
+    assert {r["reason"] for r in rejects} <= {"quote_not_found", "answerable", "unsupported", "no_question"}
+    assert all(r["detail"] for r in rejects)
+
+
+def test_a_reference_that_says_more_than_its_chunk_is_rejected_by_the_claims(
+    cargo, fake_llm_server, openai_spec
+):
+    quote = "Cargo is the package manager of Rust."
+    fake_llm_server.on(
+        "testset.generate",
+        FakeReply(
+            json={
+                "question": "What does Cargo do?",
+                "reference": f"{quote} Cargo was written in 1962 by Ada Lovelace on Mars.",
+                "quotes": [quote],
+                "missing_fact": "",
+            }
+        ),
+    )
+    ts = generate_sync([cargo], size=1, llm=openai_spec, cache=False, mix={"single_hop": 1}, max_candidates=2)
+    assert ts.items == []
+    assert {r.reason for r in ts.rejects} == {"unsupported"}
+    assert (
+        "1962" in ts.rejects[0].detail or "Mars" in ts.rejects[0].detail or "Lovelace" in ts.rejects[0].detail
+    )
+
+
+def test_a_question_that_gives_its_answer_away_is_rejected_before_verification(
+    cargo, fake_llm_server, openai_spec
+):
+    quote = "Cargo is the package manager of Rust."
+    fake_llm_server.on(
+        "testset.generate",
+        FakeReply(
+            json={
+                "question": f"Is it true that {quote}",
+                "reference": quote,
+                "quotes": [quote],
+                "missing_fact": "",
+            }
+        ),
+    )
+    ts = generate_sync([cargo], size=1, llm=openai_spec, cache=False, mix={"single_hop": 1}, max_candidates=1)
+    assert [r.reason for r in ts.rejects] == ["answer_in_question"]
+    assert _tasks(fake_llm_server) == {"testset.generate": 1}  # the free check ran before any verification
+
+
+def test_max_cost_stops_before_the_budget(corpus, openai_spec):
+    ts = generate_sync(corpus, size=10, llm=openai_spec, cache=False, max_cost_usd=0.0005)
+    assert ts.report.usage.cost_usd <= 0.0005 * 1.5
+    assert ts.report.written < 10
+    assert any("budget" in n for n in ts.report.notes)
+
+
+def _run_cli(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "ragmetrics.cli", "generate", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def test_sigkill_half_way_then_a_rerun_pays_only_for_the_missing_items(corpus, tmp_path, dummy_keys):
+    with FakeLLMServer() as srv:
+        srv.latency = 0.05  # so the kill lands half way
+        spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "RAGMETRICS_CACHE_DIR": str(tmp_path / "cache")}
+        args = [
+            str(corpus),
+            "--size",
+            "8",
+            "--out",
+            str(tmp_path / "t.jsonl"),
+            "--judge",
+            spec,
+            "--concurrency",
+            "2",
+        ]
+        args += ["--quiet"]
+        # an uninterrupted run into its own cache: what the test set costs in one go
+        clean_env = {**env, "RAGMETRICS_CACHE_DIR": str(tmp_path / "clean-cache")}
+        clean = _run_cli([*args[:4], str(tmp_path / "clean.jsonl"), *args[5:]], clean_env)
+        assert clean.wait(timeout=300) == 0
+        clean_calls = srv.calls.total()
+        srv.reset()
+        proc = _run_cli(args, env)
+        out = tmp_path / "t.jsonl"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if out.exists() and len(out.read_bytes().splitlines()) >= 2:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        killed_calls = srv.calls.total()
+        written_before = len(out.read_bytes().splitlines())
+        assert 2 <= written_before < 8, "killed half way"
+        srv.reset()
+        rerun = _run_cli(args, env)
+        assert rerun.wait(timeout=300) == 0
+        rerun_calls = srv.calls.total()
+    assert out.read_text() == (tmp_path / "clean.jsonl").read_text()  # the same items, in the same order
+    # every call of the clean run was made once over the killed run and the rerun together, plus at most
+    # the requests in flight at the kill (sent, never answered, so never cached)
+    assert killed_calls + rerun_calls <= clean_calls + 2 * 3
+    assert rerun_calls < clean_calls

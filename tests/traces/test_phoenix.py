@@ -1,0 +1,233 @@
+"""Traces in from Phoenix, scores out to Phoenix: a real Phoenix server on loopback, a real LangChain app
+instrumented with OpenInference's LangChain instrumentor sending its spans to it over OTLP/HTTP.
+
+The Phoenix server runs from its own virtual environment (``arize-phoenix`` pins a jiter that instructor's
+cap excludes), named by ``RAGMETRICS_PHOENIX_PYTHON`` (that environment's python, or a script that runs
+it); without it these tests are skipped. ``RAGMETRICS_PHOENIX_WAIT=SECONDS`` waits that long for the
+python to appear (``.ci/run`` builds the environment in the background while the suite runs) and fails,
+not skips, when it does not. The app runs as a subprocess (the instrumentor patches LangChain
+process-wide); ragmetrics reads the spans back through ``arize-phoenix-client``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragmetrics.cli import main
+from ragmetrics.pipeline.one_call import evaluate_sync
+from ragmetrics.testing import FakeLLMServer
+from ragmetrics.traces import trace_rows
+from tests.traces.servers import free_port, start_server
+
+pytestmark = [pytest.mark.once, pytest.mark.xdist_group("phoenix")]  # one server per run, not per worker
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_phoenix_server(
+    python: str, root: Path, timeout_s: float = 300.0
+) -> tuple[subprocess.Popen[bytes], str, float]:
+    """``phoenix serve`` on loopback (SQLite in ``root``); the process, its URL, seconds to /healthz."""
+    exe = Path(python).with_name("phoenix")
+    command = [str(exe), "serve"] if exe.exists() else [python, "-m", "phoenix.server.main", "serve"]
+    port = free_port()
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(root),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(free_port()),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    env.pop("PYTHONPATH", None)
+    url = f"http://127.0.0.1:{port}"
+    process, took = start_server("phoenix", command, root, env, f"{url}/healthz", timeout_s)
+    return process, url, took
+
+
+@pytest.fixture(scope="module")
+def phoenix_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    python = os.environ.get("RAGMETRICS_PHOENIX_PYTHON")
+    if not python:
+        pytest.skip("no Phoenix server environment: set RAGMETRICS_PHOENIX_PYTHON to its python")
+    wait_s = float(os.environ.get("RAGMETRICS_PHOENIX_WAIT") or 0)
+    deadline = time.monotonic() + wait_s
+    while not Path(python).exists() and time.monotonic() < deadline:
+        time.sleep(2)
+    if not Path(python).exists():
+        if wait_s:
+            pytest.fail(f"RAGMETRICS_PHOENIX_PYTHON={python} did not appear within {wait_s:.0f} s")
+        pytest.skip(f"no Phoenix server environment at RAGMETRICS_PHOENIX_PYTHON={python}")
+    pytest.importorskip("phoenix.client")
+    process, url, seconds = start_phoenix_server(python, tmp_path_factory.mktemp("phoenix"))
+    print(f"phoenix answered /healthz after {seconds:.1f} s")
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def send_traces(url: str, project: str, *, bare: bool = False) -> list[str]:
+    """Run the instrumented LangChain app against Phoenix; wait until Phoenix holds its traces."""
+    pytest.importorskip("openinference.instrumentation.langchain")
+    argv = [sys.executable, "-m", "tests.traces.phoenix_app", f"{url}/v1/traces", project]
+    done = subprocess.run(
+        [*argv, *(["--bare"] if bare else [])], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ids = json.loads(done.stdout.strip().splitlines()[-1])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # Phoenix ingests in the background
+        rows = trace_rows(f"phoenix:{url}/{project}")
+        roots = [r.source["trace_id"] for r in rows if r.source.get("root_name") == "RunnableSequence"]
+        if sorted(roots) == sorted(ids) and len(rows) == len(ids):  # the root span is sent last
+            return ids
+        time.sleep(0.5)
+    raise AssertionError(f"Phoenix never held the traces {ids}")
+
+
+def _annotations(url: str, project: str, span_ids: list[str]) -> list[dict]:
+    from phoenix.client import Client
+
+    spans = Client(base_url=url).spans
+    return list(spans.get_span_annotations(span_ids=span_ids, project_identifier=project))
+
+
+def test_scores_of_phoenix_traces_show_in_phoenix_as_span_annotations(
+    phoenix_url: str, fake_llm_server: FakeLLMServer, dummy_keys: None, tmp_path: Path, capsys
+) -> None:
+    ids = send_traces(phoenix_url, "rag-app")
+    out, cursor = tmp_path / "scores.jsonl", tmp_path / "cursor.json"
+    judge = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
+    argv = ["eval", "--traces", f"phoenix:{phoenix_url}/rag-app", "--metrics", "faithfulness,relevancy"]
+    argv += ["--judge", judge, "--threshold", "0.5", "--out", str(out), "--incremental", str(cursor)]
+    argv += ["--export", f"phoenix:{phoenix_url}", "--quiet"]
+    assert main(argv) == 0, capsys.readouterr()
+    assert "Logged 6 span annotations to Phoenix" in capsys.readouterr().out
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in records] == ids  # oldest first, as the app sent them
+    first = records[0]["sample"]
+    assert first["question"] == "What is the capital of France?"
+    assert first["answer"] == "Paris is the capital of France."
+    assert first["contexts"] == ["Paris is the capital of France.", "The Seine flows through Paris."]
+    assert all(r["scores"]["faithfulness"] == 1.0 for r in records)
+
+    spans = {r["sample"]["meta"]["span_id"]: r for r in records}
+    found = _annotations(phoenix_url, "rag-app", list(spans))
+    assert len(found) == 6
+    for annotation in found:
+        record = spans[annotation["span_id"]]
+        assert annotation["name"] in ("faithfulness", "relevancy")
+        assert annotation["annotator_kind"] == "LLM"
+        assert annotation["result"]["score"] == record["scores"][annotation["name"]]
+        assert annotation["result"]["label"] == "passed"
+        assert annotation["metadata"] == {"status": "ok", "sample_id": record["id"], "source": "ragmetrics"}
+
+    calls = len(fake_llm_server.requests)
+    assert main(argv) == 0  # the cursor holds all three: nothing new, nothing paid, nothing re-logged
+    assert len(fake_llm_server.requests) == calls
+    assert "no new traces" in capsys.readouterr().out
+
+    # Phoenix's API returns no resource attributes: a --where on service.name says so and names the fix
+    where = ["eval", "--traces", f"phoenix:{phoenix_url}/rag-app", "--judge", "offline"]
+    assert main([*where, "--where", "service.name=rag-app"]) == 2
+    err = capsys.readouterr().err
+    assert "none of its 3 traces has that key" in err and "phoenix:http://HOST:PORT/PROJECT" in err
+
+
+def test_phoenix_traces_without_a_retriever_get_a_status_each_and_it_is_annotated(
+    phoenix_url: str, fake_llm_server: FakeLLMServer, dummy_keys: None, tmp_path: Path, capsys
+) -> None:
+    ids = send_traces(phoenix_url, "bare-app", bare=True)
+    report = evaluate_sync(
+        traces=f"phoenix:{phoenix_url}/bare-app",
+        metrics=["faithfulness"],
+        llm=f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}",
+        canaries=False,  # the judge's known-answer probes would be its only calls
+    )
+    records = list(report)
+    assert [r.extra.get("trace_id") for r in records] == ids
+    assert {r.status_of("faithfulness") for r in records} == {"invalid_input"}
+    assert all("no retriever span" in r.errors[0].message for r in records)
+    assert len(fake_llm_server.requests) == 0  # nothing unscorable is sent to the judge
+
+    from ragmetrics.integrations.phoenix import export_phoenix
+
+    assert export_phoenix(records, f"phoenix:{phoenix_url}") == (3, 0)
+    found = _annotations(phoenix_url, "bare-app", [r.extra["span_id"] for r in records])
+    assert {a["result"]["label"] for a in found} == {"invalid_input"}
+    assert all("no retriever span" in a["result"]["explanation"] for a in found)
+    assert all("score" not in a["result"] or a["result"]["score"] is None for a in found)
+
+
+def test_an_unknown_project_or_an_unreachable_server_is_a_usage_error(phoenix_url: str, capsys) -> None:
+    assert main(["eval", "--traces", f"phoenix:{phoenix_url}/no-such-project", "--judge", "offline"]) == 2
+    assert "no project 'no-such-project'" in capsys.readouterr().err
+    dead = f"phoenix:http://127.0.0.1:{free_port()}"
+    assert main(["eval", "--traces", dead, "--judge", "offline"]) == 2
+    assert "cannot reach Phoenix" in capsys.readouterr().err
+
+
+def _readme_blocks() -> tuple[list[str], str]:
+    """The README section's Python blocks and its shell command."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### From production traces to scores", 1)[1]
+    section = re.split(r"\n##+ ", section, maxsplit=1)[0]
+    python = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    (shell,) = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+    return python, shell
+
+
+def test_the_readme_section_runs_as_written_from_app_to_annotations(
+    phoenix_url: str, fake_llm_server: FakeLLMServer, dummy_keys: None, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    pytest.importorskip("openinference.instrumentation.langchain")
+    judge = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
+
+    def as_here(code: str) -> str:  # this server, this judge, a project of its own
+        code = code.replace("http://127.0.0.1:6006", phoenix_url).replace("rag-app", "readme-app")
+        return code.replace("openai:gpt-4o-mini", judge)
+
+    (app, scoring), shell = _readme_blocks()
+    done = subprocess.run(
+        [sys.executable, "-c", as_here(app)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    deadline = time.monotonic() + 120
+    while not any(
+        r.source.get("root_name") == "RunnableSequence"
+        for r in trace_rows(f"phoenix:{phoenix_url}/readme-app")
+    ):
+        assert time.monotonic() < deadline, "Phoenix never held the README app's trace"
+        time.sleep(0.5)
+
+    argv = shlex.split(as_here(shell).replace("\\\n", " "))
+    assert argv[0] == "ragmetrics"
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv[1:], "--quiet"]) == 0, capsys.readouterr()
+    assert "Logged 2 span annotations to Phoenix" in capsys.readouterr().out
+    assert json.loads((tmp_path / "phoenix-cursor.json").read_text())["scored"]
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", as_here(scoring)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "faithfulness 1.0 passed" in done.stdout.splitlines(), done.stdout + done.stderr[-3000:]
