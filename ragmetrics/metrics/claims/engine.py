@@ -24,6 +24,7 @@ and three with one.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -72,10 +73,20 @@ def quote_found(quote: str, context: str) -> bool:
     q = normalize_for_match(quote)
     if not q:
         return False
-    c = normalize_for_match(context)
+    c = _normalized_context(context)
     if q in c:
         return True
     return fuzz.partial_ratio(q, c, score_cutoff=QUOTE_MIN_RATIO) >= QUOTE_MIN_RATIO
+
+
+@functools.lru_cache(maxsize=16)
+def _normalized_context(context: str) -> str:
+    """:func:`normalize_for_match` of a context, kept for the next quote.
+
+    Every claim of a sample is checked against the same few texts, and folding a 200 KB answer once
+    per claim was quadratic.
+    """
+    return normalize_for_match(context)
 
 
 @dataclass(frozen=True, slots=True)
