@@ -165,6 +165,7 @@ async def test_run_suite_puts_the_canaries_to_its_judge_first_and_counts_them_ap
     assert outcome.cases[0].results[0].score == bare.cases[0].results[0].score
 
 
+@pytest.mark.once  # a child pytest (~40 s) over nothing Python-version specific: main Python only
 def test_the_pytest_plugin_fails_a_case_whose_judge_is_not_reading(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ):

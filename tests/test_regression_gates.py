@@ -22,6 +22,10 @@ pytest_plugins = ["pytester"]
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
+# The pytest-plugin tests each run a child pytest (10-50 s apiece) over code with nothing Python-version
+# specific in it: `.ci/run` runs them on the main Python only, like Ray and the browser.
+ONCE = pytest.mark.once
+
 # One quality score per case, as a pipeline run gives it: `score` aggregates the named metric.
 QUALITY = """
 import os
@@ -305,6 +309,7 @@ def evals(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@ONCE
 def test_the_plugin_saves_compares_and_fails_on_a_regression_like_the_cli(evals, monkeypatch):
     saved = evals.runpytest_subprocess("eval_quality.py", "-p", "no:asyncio", "--ragmetrics-save", "v1")
     assert saved.ret == 0 and (evals.path / ".ragmetrics_evals" / "v1.json").is_file()
@@ -340,6 +345,7 @@ def test_the_plugin_saves_compares_and_fails_on_a_regression_like_the_cli(evals,
     assert evals.runpytest_subprocess(*args, "--ragmetrics-fail-on-regression").ret == 0
 
 
+@ONCE
 def test_plugin_gating_options_are_checked_up_front(evals):
     missing = evals.runpytest_subprocess("eval_quality.py", "--ragmetrics-compare", "nope")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
@@ -349,6 +355,7 @@ def test_plugin_gating_options_are_checked_up_front(evals):
     alone.stderr.fnmatch_lines(["*needs --ragmetrics-compare NAME*"])
 
 
+@ONCE
 def test_nothing_scored_fails_under_the_plugin_too(pytester):
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     write(pytester.path, "eval_unscored.py", UNSCORED)
@@ -412,6 +419,7 @@ def test_warm_latency_leaves_out_the_first_calls_warm_up_and_a_2x_slowdown_is_st
     assert (same.returncode, slow.returncode) == (0, 1), same.stdout + slow.stdout
 
 
+@ONCE
 def test_the_plugin_measures_warm_latency_when_asked(pytester):
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     write(pytester.path, "eval_warming.py", WARMING)
@@ -474,6 +482,7 @@ def test_a_renamed_case_fails_the_gate_unless_allowed(tmp_path):
     assert shown.returncode == 0 and "did not run" in shown.stdout and "(not gating)" in shown.stdout
 
 
+@ONCE
 def test_the_plugin_fails_on_a_vanished_case_too(evals):
     assert (
         evals.runpytest_subprocess("eval_quality.py", "-p", "no:asyncio", "--ragmetrics-save", "base").ret
