@@ -56,8 +56,8 @@ def start_phoenix_server(
     return process, url, took
 
 
-# session, not module: xdist runs this group's tests on one worker but not one after another, and a module
-# fixture is torn down whenever the next test is another module's (three 30 s starts in one run)
+# one server for the whole run: the xdist group keeps this module's tests on one worker (pyproject.toml's
+# pytest pin says why that needs pytest < 9.2)
 @pytest.fixture(scope="session")
 def phoenix_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     python = os.environ.get("RAGMETRICS_PHOENIX_PYTHON")
