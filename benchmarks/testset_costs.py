@@ -7,7 +7,9 @@ claims by the offline judge), no cache, so the server counts what a first run se
 task, calls / prompt tokens / completion tokens per accepted item, the share of candidates rejected and
 why, near-duplicates removed, the kind mix asked vs written; and the same run against
 ``FakeLLMServer(answer="schema")`` (a judge that does not read its inputs), which must write no item.
-Goal: at most 3 calls per accepted item.
+Goal: at most 3 calls per accepted item. A second corpus has the shape PEERS.md measured RAGAS's
+``TestsetGenerator`` and DeepEval's ``Synthesizer`` on (12 documents of 400-1,500 characters, size 10):
+12 such contexts of the same file, seeded, so the per-item figures sit beside theirs.
 
     python benchmarks/testset_costs.py                 # 60 records, 30 items
     python benchmarks/testset_costs.py --size 10 --records 20
@@ -47,6 +49,15 @@ def documents(records: int, seed: int) -> list:
             if ctx.strip() and ctx not in seen.values():
                 seen[f"{row['id']}/{j}"] = ctx
     return [Document(id=k, text=v) for k, v in seen.items()]
+
+
+def peer_documents(seed: int, n: int = 12) -> list:
+    """``n`` distinct contexts of 400-1,500 characters (the documents PEERS.md's runs had)."""
+    from ragmetrics.testset import Document
+
+    rows = [json.loads(x) for x in DATA.read_text(encoding="utf-8").splitlines() if x.strip()]
+    texts = sorted({c for row in rows for c in row["contexts"] if 400 <= len(c) <= 1500})
+    return [Document(id=f"peer{i}", text=t) for i, t in enumerate(random.Random(seed).sample(texts, n))]
 
 
 def run(answer: str, docs: list, size: int, seed: int) -> dict:
@@ -95,6 +106,7 @@ def main() -> None:
     results = {
         "documents": len(docs),
         "runs": [run(a, docs, args.size, args.seed) for a in ("offline", "schema")],
+        "peer_shape": {"documents": 12, **run("offline", peer_documents(args.seed), 10, args.seed)},
     }
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))

@@ -5,9 +5,9 @@ wave of candidate slots runs in rounds through the same :class:`~ragmetrics.judg
 batch_judge.DeferringJudge`. A round writes and verifies every slot of the wave as in real time; each
 request not answered yet (by an earlier batch or the disk cache) is deferred, and the round's
 deferred requests go to the provider as one batch. The next round replays the answers and defers
-what they lead to (generation, then claim extraction, then verification: three batches for a wave of
-answerable items). The round that defers nothing is the wave's result, exactly the attempts a
-real-time run of that wave makes, at batch prices.
+what they lead to (generation, then verification: two batches for a wave of answerable items, a third
+for claim extractions when a reference's own claims do not check out). The round that defers
+nothing is the wave's result, exactly the attempts a real-time run of that wave makes, at batch prices.
 
 A wait stopped by ``max_wait_s`` raises :class:`~ragmetrics.errors.BatchPendingError` with the
 items of the waves before it written; the same call with ``resume=True`` (``--resume``) collects the

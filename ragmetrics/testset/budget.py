@@ -2,10 +2,12 @@
 
 Each slot is priced as a run makes it: the generation request rendered exactly as sent (prompt tokens
 = characters / 4 plus the response schema, as providers bill it; a request already in the judge cache
-is counted as cached and free), then the claim machinery's requests on a stand-in reference (the
-first sentences of the chunks, as long as a typical reference), built by the same plan a run uses.
-Completion tokens are guessed from that reference's length. The extractive generator makes no
-generation call. Cost comes from the judge's price table (the offline judge costs nothing).
+is counted as cached and free), then the verification request of a stand-in reference's claims (the
+first sentences of the chunks, as long as a typical reference, one claim a sentence). The generator
+splits its reference into claims itself, so no extraction call is priced: a run makes one only for a
+reference whose claims do not check out (see :mod:`.verify`). Completion tokens are guessed from that
+reference's length. The extractive generator makes no generation call. Cost comes from the judge's
+price table (the offline judge costs nothing).
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from ragmetrics._textnorm import tokens_for_chars
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.offline.sentences import split_sentences
 from ragmetrics.judge.pricing import batch_cost_usd, cost_usd
-from ragmetrics.metrics.claims.engine import ClaimTask, plan, verify_request
+from ragmetrics.metrics.claims.engine import verify_request
 from ragmetrics.pipeline.estimate import Estimate, JudgeEstimate
-from ragmetrics.sample import Sample
+from ragmetrics.testset.extractive import usable_sentences
 from ragmetrics.testset.slots import Slot
-from ragmetrics.testset.verify import CONTEXT_BUDGET_TOKENS, generate_request
+from ragmetrics.testset.verify import generate_request
 
 __all__ = ["estimate_slots", "priced"]
 
@@ -55,9 +57,12 @@ def priced(judge: CachingJudge) -> bool:
 
 
 def _stand_in(slot: Slot) -> str:
-    """A reference of typical length: the first sentence of each chunk (two for one chunk)."""
+    """A reference of typical length: the first sentence of each chunk (two for one chunk).
+
+    Headings are left out: a heading line is not what a reference repeats.
+    """
     per = 2 if len(slot.chunks) == 1 else 1
-    parts = [s for c in slot.chunks for s in split_sentences(c.text)[:per]]
+    parts = [s for c in slot.chunks for s in usable_sentences(c.text)[:per]]
     return " ".join(parts)[:600] or slot.chunks[0].text[:300]
 
 
@@ -80,24 +85,16 @@ def estimate_slots(judge: CachingJudge, slots: Sequence[Slot], *, extractive: bo
     for slot in slots:
         reference = _stand_in(slot)
         texts = [c.text for c in slot.chunks]
+        claims = [s for s in split_sentences(reference) if s.strip()] or [reference]
+        if slot.kind == "unanswerable":
+            claims = claims[:1]
         if not extractive:
             request = generate_request(slot)
             if judge.peek(request) is not None:
                 cached += 1
-            else:
-                bill(_prompt_tokens(request), tokens_for_chars(2 * len(reference) + 120))
-        claims = [s for s in split_sentences(reference) if s.strip()] or [reference]
-        if slot.kind == "unanswerable":
-            claims = claims[:1]
-        else:
-            claim_plan = plan(
-                Sample(question="?", answer=reference, contexts=texts), ClaimTask(), CONTEXT_BUDGET_TOKENS
-            )
-            if claim_plan.extract is not None:
-                bill(
-                    _prompt_tokens(claim_plan.extract),
-                    tokens_for_chars(2 * len(reference) + _CLAIM_CHARS * len(claims)),
-                )
+            else:  # the reference, its quotes, and its claims (text and span) with their JSON
+                split = 0 if slot.kind == "unanswerable" else 2 * len(reference) + _CLAIM_CHARS * len(claims)
+                bill(_prompt_tokens(request), tokens_for_chars(2 * len(reference) + 120 + split))
         vreq = verify_request(claims, texts)
         bill(_prompt_tokens(vreq), tokens_for_chars(sum(_VERDICT_CHARS + len(c) for c in claims)))
     spec = info.spec

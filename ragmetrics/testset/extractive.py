@@ -23,11 +23,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragmetrics.judge.offline.claims import extract_claims
 from ragmetrics.judge.offline.sentences import split_sentences
 from ragmetrics.judge.offline.stopwords import content_tokens
 from ragmetrics.judge.offline.text import tokenize
 
-__all__ = ["answer", "extract_item", "has_sentence", "style_question"]
+__all__ = ["answer", "extract_item", "has_sentence", "style_question", "usable_sentences"]
 
 _COPULA = re.compile(
     r"^(?P<subject>(?:[A-Z][\w'-]*|the|The|an?|An?)(?:\s+[\w'-]+){0,5}?)\s+"
@@ -40,13 +41,14 @@ def _heading_free(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
-def _sentences(text: str) -> list[str]:
+def usable_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` outside its headings, of four words or more (what items are built of)."""
     return [s.strip() for s in split_sentences(_heading_free(text)) if len(s.split()) >= 4]
 
 
 def has_sentence(text: str) -> bool:
     """Whether ``text`` has a sentence of four words or more outside its headings (a usable chunk)."""
-    return bool(_sentences(text))
+    return bool(usable_sentences(text))
 
 
 def _terms(text: str) -> list[str]:
@@ -145,14 +147,15 @@ def extract_item(
         seed: Seeds the typos.
 
     Returns:
-        ``{"question", "reference", "quotes", "missing_fact"}``; an empty question when the chunks have
+        ``{"question", "reference", "claims", "quotes", "missing_fact"}``: the reference's claims as the
+        offline judge splits it (none for ``unanswerable``); an empty question when the chunks have
         no usable sentence (the candidate is then rejected).
     """
     if df is None:
         df = Counter(t for c in chunks for t in set(_terms(c)))
         n_docs = max(1, len(chunks))
-    empty = {"question": "", "reference": "", "quotes": [], "missing_fact": ""}
-    per_chunk = [_sentences(c) for c in chunks]
+    empty: dict[str, Any] = {"question": "", "reference": "", "claims": [], "quotes": [], "missing_fact": ""}
+    per_chunk = [usable_sentences(c) for c in chunks]
     if not per_chunk or not per_chunk[0]:
         return empty
     first = per_chunk[0]
@@ -170,7 +173,12 @@ def extract_item(
             question = f"How do '{h1}' and '{h2}' differ in what they say about {term}?"
         else:
             question = f"What do the documents say about {term}, taken together?"
-        item = {"question": question, "reference": f"{a} {b}", "quotes": [a, b], "missing_fact": ""}
+        item: dict[str, Any] = {
+            "question": question,
+            "reference": f"{a} {b}",
+            "quotes": [a, b],
+            "missing_fact": "",
+        }
     elif kind == "summary":
         picked = first[:2]
         about = (
@@ -205,6 +213,8 @@ def extract_item(
             "missing_fact": "",
         }
     item["question"] = style_question(str(item["question"]), style, seed)
+    split = extract_claims(str(item["question"]), str(item["reference"]))["claims"]
+    item["claims"] = [] if kind == "unanswerable" else [{"text": c["text"], "span": c["span"]} for c in split]
     return item
 
 

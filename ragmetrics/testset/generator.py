@@ -121,6 +121,26 @@ def _pick(pending: Sequence[Slot], want: int, quota: Mapping[str, int], have: Co
     return wave
 
 
+def _affordable(
+    judge: CachingJudge, wave: Sequence[Slot], left_usd: float, extractive: bool
+) -> tuple[list[Slot], float]:
+    """The first slots of ``wave`` whose estimates fit in ``left_usd``, and the estimate that did not.
+
+    The second value is the first slot's estimate that did not fit (0 when all fit). Each slot is
+    priced on its own: two-chunk and summary slots cost more than the average, and a wave of them must
+    not pass the budget by the difference.
+    """
+    kept: list[Slot] = []
+    total = 0.0
+    for slot in wave:
+        cost = estimate_slots(judge, [slot], extractive=extractive).cost_usd
+        if total + cost > left_usd:
+            return kept, cost
+        kept.append(slot)
+        total += cost
+    return kept, 0.0
+
+
 def prepare(documents: Any, *, chunk_tokens: int = 256, overlap_tokens: int = 32) -> list[Chunk]:
     """The chunks of ``documents`` (paths, folders, LangChain Documents, LlamaIndex nodes, or chunks)."""
     if isinstance(documents, Sequence) and documents and all(isinstance(d, Chunk) for d in documents):
@@ -184,7 +204,8 @@ async def generate(
             ``EvaluationPipeline(batch=...)``: True, a :class:`~ragmetrics.pipeline.batch.BatchOptions`
             or a dict of its fields (``directory``, ``resume``, ``poll_interval_s``, ``max_wait_s``...).
             Each wave of candidates (all the missing items at once) takes a batch per step: generation,
-            claim extraction, verification. The items are those of a real-time run with
+            then verification (and claim extraction between them for references whose own claims do
+            not check out). The items are those of a real-time run with
             ``concurrency >= size``.
 
     Raises:
@@ -270,8 +291,6 @@ async def _run(
             f"max_cost_usd: the judge {judge.info.spec} has no price in the price table; give a price "
             "(RAGMETRICS_PRICES) or use max_candidates= to cap the calls"
         )
-    per_slot = estimate_slots(judge, slots[: max(1, min(len(slots), 8))], extractive=extractive).cost_usd
-    per_slot /= max(1, min(len(slots), 8))
     df: Counter[str] = Counter(t for c in chunks for t in chunk_terms(c))
     df[""] = len(chunks)
     usage = Usage()
@@ -282,16 +301,15 @@ async def _run(
     try:
         while len(items) < size and pending:
             want = size - len(items) if waves is not None else min(size - len(items), concurrency)
-            if max_cost_usd is not None and per_slot > 0:
-                fits = int((max_cost_usd - usage.cost_usd) // per_slot)
-                if fits < 1:
+            wave = _pick(pending, want, quota, Counter(i.kind for i in items))
+            if max_cost_usd is not None:
+                wave, next_cost = _affordable(judge, wave, max_cost_usd - usage.cost_usd, extractive)
+                if not wave:
                     notes.append(
                         f"stopped at the budget max_cost_usd=${max_cost_usd:g}: spent ${usage.cost_usd:.6f}, "
-                        f"the next candidate is estimated at ${per_slot:.6f}"
+                        f"the next candidate is estimated at ${next_cost:.6f}"
                     )
                     break
-                want = min(want, fits)
-            wave = _pick(pending, want, quota, Counter(i.kind for i in items))
             pending = [s for s in pending if s not in wave]
 
             def earlier(question: str, written: Sequence[TestsetItem] = tuple(items)) -> str | None:

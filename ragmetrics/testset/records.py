@@ -13,7 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics.metrics.claims.schemas import LeanSchema
 
-__all__ = ["KINDS", "STYLES", "GeneratedItem", "ItemClaim", "Kind", "Reject", "Style", "TestsetItem"]
+__all__ = [
+    "KINDS",
+    "STYLES",
+    "GeneratedClaim",
+    "GeneratedItem",
+    "ItemClaim",
+    "Kind",
+    "Reject",
+    "Style",
+    "TestsetItem",
+]
 
 Kind = Literal["single_hop", "multi_hop", "comparison", "summary", "unanswerable"]
 KINDS: tuple[Kind, ...] = ("single_hop", "multi_hop", "comparison", "summary", "unanswerable")
@@ -29,7 +39,7 @@ class ItemClaim(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str
-    """The claim, as the claim extraction wrote it."""
+    """The claim, as the generator split the reference (or the claim extraction, if those failed)."""
     quote: str
     """A verbatim quote from the chunk that supports it (checked to be in that chunk)."""
     context_index: int
@@ -95,8 +105,17 @@ class Reject(BaseModel):
     reference: str = ""
 
 
+class GeneratedClaim(LeanSchema):
+    """One claim of the reference, as the generator split it."""
+
+    text: str
+    """The claim."""
+    span: str
+    """The reference text it comes from (checked to be in the reference)."""
+
+
 class GeneratedItem(LeanSchema):
-    """What the generation call returns: a question, its reference, and the quotes it rests on."""
+    """What the generation call returns: a question, its reference, its claims, the quotes it rests on."""
 
     question: str
     """The question."""
@@ -104,5 +123,9 @@ class GeneratedItem(LeanSchema):
     """The answer, using only the passages."""
     quotes: list[str]
     """Verbatim quotes from the passages that support the reference (none for unanswerable)."""
+    claims: list[GeneratedClaim]
+    """The reference split into claims, each with its span ([] for unanswerable). Used as the claim
+    extraction when the spans are found in the reference and cover it; else the reference is split by
+    the claim extraction call, as an answer is."""
     missing_fact: str
     """Unanswerable only: a plausible answer the passages do NOT contain ("" otherwise)."""

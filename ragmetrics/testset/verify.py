@@ -1,13 +1,17 @@
 """One candidate from slot to item or reject: write it (LLM or extractive), then verify it with the claims.
 
-Calls per candidate with an LLM judge: one generation (question, reference and supporting quotes
-in one structured reply), then the claim machinery on the reference (one extraction, one
-verification per chunk group of its contexts: one for these short contexts), so three calls per
-accepted item. Checks that cost nothing run first, so a candidate that fails them pays one call:
-the quotes must be verbatim in the chunks, the question must not contain its answer. An item is
-written only if every claim of its reference is ``supported`` with an evidence quote found in the
-chunk it names (and, for two-chunk kinds, evidence from both chunks). An unanswerable question is
-kept only if the plausible answer the generator proposed is ``not_found`` in the chunks.
+Calls per candidate with an LLM judge: one generation (question, reference, the reference's claims
+with their spans, and supporting quotes, in one structured reply), then one verification of those
+claims per chunk group of its contexts (one for these short contexts): two calls per accepted item.
+The generator's claims stand in for the claim extraction only when they check out against the
+reference: every span found in it, and together covering every content word of it (a reference that
+says more than its claims cannot slip an unchecked statement past the verification); otherwise the
+reference is split by the claim extraction call, as an answer is, and the item costs three. Checks
+that cost nothing run first, so a candidate that fails them pays one call: the quotes must be
+verbatim in the chunks, the question must not contain its answer. An item is written only if every
+claim of its reference is ``supported`` with an evidence quote found in the chunk it names (and, for
+two-chunk kinds, evidence from both chunks). An unanswerable question is kept only if the plausible
+answer the generator proposed is ``not_found`` in the chunks.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from typing import Any
 from ragmetrics._textnorm import normalize_for_match
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import Judge, JudgeRequest, Message
+from ragmetrics.judge.offline.stopwords import content_tokens
+from ragmetrics.judge.offline.text import tokenize
 from ragmetrics.metrics.claims.engine import ClaimTask, plan, quote_found, verify_request
 from ragmetrics.metrics.claims.run import run_claims
+from ragmetrics.metrics.claims.schemas import ClaimExtraction, ExtractedClaim
 from ragmetrics.prompting import load_prompt, numbered_blocks, render
 from ragmetrics.sample import Sample
 from ragmetrics.score import Usage, spent_by
@@ -29,9 +36,9 @@ from ragmetrics.testset.extractive import extract_item
 from ragmetrics.testset.records import TWO_CHUNK_KINDS, GeneratedItem, ItemClaim, Reject, TestsetItem
 from ragmetrics.testset.slots import Slot
 
-__all__ = ["Attempt", "GENERATE_VERSION", "MIN_QUOTE_WORDS", "generate_request", "run_slot"]
+__all__ = ["Attempt", "GENERATE_VERSION", "MIN_QUOTE_WORDS", "generate_request", "own_claims", "run_slot"]
 
-GENERATE_VERSION = "testset/generate.v1"
+GENERATE_VERSION = "testset/generate.v2"
 SYSTEM_VERSION = "testset/system.v1"
 LOGIC_VERSION = "1"
 MIN_QUOTE_WORDS = 3
@@ -87,6 +94,23 @@ def _reject(slot: Slot, reason: Any, detail: str, value: GeneratedItem | None = 
         chunk_ids=[c.id for c in slot.chunks],
         question=value.question if value else "",
         reference=value.reference if value else "",
+    )
+
+
+def own_claims(value: GeneratedItem, reference: str) -> ClaimExtraction | None:
+    """The generator's claims of ``reference`` as an extraction, or None if they do not check out.
+
+    They check out when there is at least one, every span is found in the reference, and the spans
+    hold every content word of the reference (so no statement of it is left out of the claims).
+    """
+    claims = [c for c in value.claims if c.text.strip()]
+    if not claims or not all(quote_found(c.span, reference) for c in claims):
+        return None
+    covered = {t for c in claims for t in content_tokens(tokenize(c.span))}
+    if not set(content_tokens(tokenize(reference))) <= covered:
+        return None
+    return ClaimExtraction(
+        claims=[ExtractedClaim(text=c.text, span=c.span) for c in claims], addresses_question="yes"
     )
 
 
@@ -199,7 +223,8 @@ async def _check(judge: Judge, slot: Slot, value: GeneratedItem, att: Attempt, g
         att.reject = _reject(slot, "answer_in_question", f"the question contains {leaked[:160]!r}", value)
         return
     sample = Sample(question=question, answer=reference, contexts=texts)
-    outcome = await run_claims(judge, plan(sample, ClaimTask(), CONTEXT_BUDGET_TOKENS))
+    claim_plan = plan(sample, ClaimTask(), CONTEXT_BUDGET_TOKENS)
+    outcome = await run_claims(judge, claim_plan, claims=own_claims(value, reference))
     att.usage = att.usage + outcome.usage
     records = outcome.records()
     if not records:

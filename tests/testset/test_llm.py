@@ -40,18 +40,20 @@ def _tasks(srv: FakeLLMServer) -> dict[str, int]:
     return out
 
 
-def test_at_most_three_calls_per_accepted_item_and_every_call_accounted(corpus, tmp_path, openai_spec):
+def test_two_calls_per_accepted_item_and_every_call_accounted(corpus, tmp_path, fake_llm_server, openai_spec):
     ts = generate_sync(corpus, size=6, llm=openai_spec, out=tmp_path / "t.jsonl", cache=False)
     assert ts.report.written == 6
     assert ts.report.generator.startswith("openai:gpt-4o-mini@")
-    sent = ts.report.usage.calls
-    accepted = ts.items
-    # generation + extraction + verification per accepted item; rejects cost their own calls on top
-    answerable = sum(i.kind != "unanswerable" for i in accepted)
-    assert sent <= 3 * answerable + 2 * (len(accepted) - answerable) + 3 * ts.report.rejected
-    assert (
-        ts.report.calls_per_item is not None and ts.report.calls_per_item <= 3.0 + 3 * ts.report.rejected / 6
-    )
+    # generation (the reference split into claims in the same reply) + verification per accepted
+    # item; rejects cost their own calls on top (at most three: a reference whose claims do not
+    # cover it is split again by the claim extraction)
+    assert ts.report.usage.calls <= 2 * len(ts.items) + 3 * ts.report.rejected
+    assert ts.report.calls_per_item is not None
+    assert ts.report.calls_per_item <= 2.0 + 3 * ts.report.rejected / 6
+    assert "claims.extract" not in _tasks(fake_llm_server)  # every reference's own claims checked out
+    for item in ts.items:  # the claims kept are the generator's, each quoted from its chunk
+        for claim in item.claims:
+            assert claim.quote and claim.quote in item.reference_contexts[claim.context_index]
 
 
 def test_the_fake_server_counts_match_the_report(corpus, tmp_path, fake_llm_server, openai_spec):
@@ -79,12 +81,14 @@ def test_a_reference_that_says_more_than_its_chunk_is_rejected_by_the_claims(
     cargo, fake_llm_server, openai_spec
 ):
     quote = "Cargo is the package manager of Rust."
+    invented = "Cargo was written in 1962 by Ada Lovelace on Mars."
     fake_llm_server.on(
         "testset.generate",
         FakeReply(
             json={
                 "question": "What does Cargo do?",
-                "reference": f"{quote} Cargo was written in 1962 by Ada Lovelace on Mars.",
+                "reference": f"{quote} {invented}",
+                "claims": [{"text": quote, "span": quote}, {"text": invented, "span": invented}],
                 "quotes": [quote],
                 "missing_fact": "",
             }
@@ -93,9 +97,53 @@ def test_a_reference_that_says_more_than_its_chunk_is_rejected_by_the_claims(
     ts = generate_sync([cargo], size=1, llm=openai_spec, cache=False, mix={"single_hop": 1}, max_candidates=2)
     assert ts.items == []
     assert {r.reason for r in ts.rejects} == {"unsupported"}
-    assert (
-        "1962" in ts.rejects[0].detail or "Mars" in ts.rejects[0].detail or "Lovelace" in ts.rejects[0].detail
+    assert "1962" in ts.rejects[0].detail
+    tasks = _tasks(fake_llm_server)  # the generator's claims cover the reference: no extraction call
+    assert set(tasks) == {"testset.generate", "claims.verify"}
+    assert tasks["testset.generate"] == tasks["claims.verify"] == len(ts.rejects)
+
+
+def test_a_reference_whose_claims_leave_a_statement_out_is_split_again_and_rejected(
+    cargo, fake_llm_server, openai_spec
+):
+    """A generator cannot slip an unchecked statement past verification by leaving it out of its claims."""
+    quote = "Cargo is the package manager of Rust."
+    fake_llm_server.on(
+        "testset.generate",
+        FakeReply(
+            json={
+                "question": "What does Cargo do?",
+                "reference": f"{quote} Cargo was written in 1962 by Ada Lovelace on Mars.",
+                "claims": [{"text": quote, "span": quote}],  # the invented statement is not a claim
+                "quotes": [quote],
+                "missing_fact": "",
+            }
+        ),
     )
+    ts = generate_sync([cargo], size=1, llm=openai_spec, cache=False, mix={"single_hop": 1}, max_candidates=1)
+    assert ts.items == []
+    assert [r.reason for r in ts.rejects] == ["unsupported"]
+    assert "1962" in ts.rejects[0].detail  # the claim extraction found it, the verification rejected it
+    assert _tasks(fake_llm_server) == {"testset.generate": 1, "claims.extract": 1, "claims.verify": 1}
+
+
+def test_claims_whose_spans_are_not_in_the_reference_are_not_trusted(cargo, fake_llm_server, openai_spec):
+    quote = "Cargo is the package manager of Rust."
+    fake_llm_server.on(
+        "testset.generate",
+        FakeReply(
+            json={
+                "question": "Which tool manages Rust packages?",
+                "reference": quote,
+                "claims": [{"text": quote, "span": "Cargo downloads dependencies from the moon."}],
+                "quotes": [quote],
+                "missing_fact": "",
+            }
+        ),
+    )
+    ts = generate_sync([cargo], size=1, llm=openai_spec, cache=False, mix={"single_hop": 1}, max_candidates=1)
+    assert [i.reference for i in ts.items] == [quote]  # written, on the claim extraction's own claims
+    assert _tasks(fake_llm_server) == {"testset.generate": 1, "claims.extract": 1, "claims.verify": 1}
 
 
 def test_a_question_that_gives_its_answer_away_is_rejected_before_verification(
@@ -108,6 +156,7 @@ def test_a_question_that_gives_its_answer_away_is_rejected_before_verification(
             json={
                 "question": f"Is it true that {quote}",
                 "reference": quote,
+                "claims": [{"text": quote, "span": quote}],
                 "quotes": [quote],
                 "missing_fact": "",
             }

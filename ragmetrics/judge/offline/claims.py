@@ -314,7 +314,8 @@ def _asks(answer: str, piece: _Piece) -> bool:
     return piece.text.rstrip().endswith("?") or answer[piece.end : piece.end + 3].lstrip().startswith("?")
 
 
-def _extract(question: str | None, answer: str) -> dict[str, Any]:
+def extract_claims(question: str | None, answer: str) -> dict[str, Any]:
+    """The ``claims.extract`` answer: ``answer`` split into claims (text, span, relevance)."""
     pieces, refusals = _pieces(answer)
     q_stems = set(_content(question or ""))
     claims: list[dict[str, Any]] = []

@@ -89,7 +89,7 @@ from typing import Any
 
 from ragmetrics.errors import JudgeOutputError, MissingDependencyError
 from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
-from ragmetrics.judge.offline.claims import _extract
+from ragmetrics.judge.offline.claims import extract_claims
 from ragmetrics.judge.offline.grading import TASKS as GRADING_TASKS
 from ragmetrics.judge.offline.grading import answer_grading
 from ragmetrics.judge.offline.per_context import verify_v2
@@ -206,7 +206,7 @@ def answer(
         JudgeOutputError: The task is not one the offline judge knows.
     """
     if task == "claims.extract":
-        return _extract(variables.get("question"), str(variables.get("answer") or ""))
+        return extract_claims(variables.get("question"), str(variables.get("answer") or ""))
     if task == "claims.verify":
         if "reference_claims" in variables:  # a verify.v2 request
             return verify_v2(variables, semantic)

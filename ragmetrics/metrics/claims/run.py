@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragmetrics.errors import JudgeError
+from ragmetrics.errors import ConfigError, JudgeError
 from ragmetrics.judge import Judge, JudgeReply, JudgeRequest
 from ragmetrics.judge.metering import note_unclaimed
 from ragmetrics.metrics.claims.engine import ClaimPlan, quote_found
@@ -95,8 +95,14 @@ async def _extract(
     return await judge.complete(request) if request is not None else None
 
 
-async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
+async def run_claims(
+    judge: Judge, claim_plan: ClaimPlan, *, claims: ClaimExtraction | None = None
+) -> ClaimsOutcome:
     """Make the calls of ``claim_plan``: extract the claims, then verify them chunk by chunk.
+
+    ``claims``: the split text's claims, already split and their spans checked against it by the
+    caller (a test set's generator returns its reference's claims with the reference); no extraction
+    call is made for them.
 
     Raises:
         JudgeError: A call failed for good; its ``usage`` covers every call made here (extraction and
@@ -104,6 +110,11 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
     """
     usage = Usage()
     got: list[JudgeReply[ClaimExtraction] | BaseException | None]
+    if claims is not None:
+        if claim_plan.also_extract is not None:
+            raise ConfigError("run_claims: claims given for a joint task (its reference would go unsplit)")
+        n = len(claims.claims)
+        return await _verified(judge, claim_plan, claims, None, usage, Health(spans=n, spans_found=n))
     if claim_plan.also_extract is None:  # one extraction: no task to gather
         try:
             got = [await _extract(judge, claim_plan.extract), None]
@@ -146,6 +157,18 @@ async def run_claims(judge: Judge, claim_plan: ClaimPlan) -> ClaimsOutcome:
     also = also_check.reply if also_check is not None else None
     extraction: ClaimExtraction | None = main.value if main is not None else None
     also_extraction: ClaimExtraction | None = also.value if also is not None else None
+    return await _verified(judge, claim_plan, extraction, also_extraction, usage, health)
+
+
+async def _verified(
+    judge: Judge,
+    claim_plan: ClaimPlan,
+    extraction: ClaimExtraction | None,
+    also_extraction: ClaimExtraction | None,
+    usage: Usage,
+    health: Health,
+) -> ClaimsOutcome:
+    """The verification calls for the extracted claims, merged over chunks into the outcome."""
     claims = [c.text for c in extraction.claims] if extraction is not None else []
     also_claims = [c.text for c in also_extraction.claims] if also_extraction is not None else []
     n_all = len(claims) + len(also_claims)
