@@ -32,6 +32,8 @@ def test_example_runs_on_the_offline_judge_and_says_so_first(tmp_path):
     assert "offline heuristic judge" in lines[0]
     assert any(line.startswith("faithfulness") for line in lines)
     assert "95% CI" in proc.stdout and "Worst samples" in proc.stdout
+    (totals,) = [line for line in lines if line.startswith("12 samples, ")]
+    assert "0 LLM calls" in totals and "cache" not in totals  # no cache to speak of without calls
     records = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert len(records) == 12 and all("faithfulness" in r["scores"] for r in records)
 

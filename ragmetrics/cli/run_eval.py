@@ -294,10 +294,11 @@ def _eval(args: argparse.Namespace) -> int:
         _say(summary_table(report))
         usage = stats.usage
         tokens = usage.prompt_tokens + usage.completion_tokens
-        # a run that called no LLM and hit no cache (the offline judge) has no cache to speak of
+        # a run that called no LLM and hit no cache (the offline judge) has no cache to speak of: its
+        # shared requests (one answer for the metrics asking the same) saved nothing
         cache = (
             f"cache hits {stats.cache.hits}, {stats.cache.shared} shared, "
-            if usage.calls or stats.cache.hits or stats.cache.shared
+            if usage.calls or stats.cache.hits
             else ""
         )
         _say(
