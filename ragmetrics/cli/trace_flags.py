@@ -94,12 +94,14 @@ def trace_data(args: argparse.Namespace) -> tuple[list[Any], Any, str | None]:
 
     cursor = Cursor(args.incremental) if args.incremental else None
     where = parse_where(args.where)
-    every = trace_rows(args.traces if args.traces.startswith("phoenix:") else Path(args.traces))
+    since = parse_time(args.since, "--since") if args.since else None
+    phoenix = args.traces.startswith("phoenix:")
+    every = trace_rows(args.traces, since_ns=since) if phoenix else trace_rows(Path(args.traces))
     rows = select_traces(
         every,
         sample=args.sample,
         seed=args.seed,
-        since=parse_time(args.since, "--since") if args.since else None,
+        since=since,
         until=parse_time(args.until, "--until") if args.until else None,
         where=where,
         cursor=cursor,

@@ -364,16 +364,19 @@ def trace_sample(trace_id: str, spans: list[TraceSpan]) -> tuple[dict[str, Any],
     return values, None
 
 
-def trace_rows(source: str | os.PathLike[str]) -> list[Row]:
+def trace_rows(source: str | os.PathLike[str], *, since_ns: int | None = None) -> list[Row]:
     """One dataset row per trace, in the order traces first appear.
 
     ``source`` is an OTLP JSON file, or ``phoenix:http://HOST:PORT[/PROJECT]`` for the spans a running
-    Phoenix server holds (see :mod:`ragmetrics.traces.phoenix`).
+    Phoenix server holds (see :mod:`ragmetrics.traces.phoenix`). ``since_ns`` (unix nanoseconds): a
+    Phoenix server sends only the traces whose root starts then or later (and the ones that window
+    cuts, whole); a file is read whole (:func:`~ragmetrics.traces.select.select_traces` applies the
+    window to either).
     """
     if isinstance(source, str) and source.startswith("phoenix:"):
         from ragmetrics.traces.phoenix import read_phoenix
 
-        return rows_from_spans(read_phoenix(source), source)
+        return rows_from_spans(read_phoenix(source, since_ns=since_ns), source)
     return rows_from_spans(read_otlp_json(source), source)
 
 
@@ -388,7 +391,10 @@ def rows_from_spans(items: Iterable[TraceSpan | str], source: str | os.PathLike[
             continue
         count += 1
         if count > MAX_SPANS:
-            raise ConfigError(f"--traces: {source} holds more than {MAX_SPANS:,} spans; split the file")
+            fix = (
+                "read a window of it with --since" if str(source).startswith("phoenix:") else "split the file"
+            )
+            raise ConfigError(f"--traces: {source} holds more than {MAX_SPANS:,} spans; {fix}")
         if not item.trace_id:
             problems.append(f"a span named {item.name!r} has no traceId; skipped")
             continue

@@ -8,6 +8,13 @@ attributes, the same statuses for a trace without an answer or a retriever span)
 span kind as a field, not an attribute; it is read as ``openinference.span.kind``. Phoenix's REST API does
 not return resource attributes, so ``service.name`` is not in ``meta.attributes`` here.
 
+With ``--since`` the server sends only the spans that start at or after it (a trace's spans start no
+earlier than its root), so an hourly job reads the last hours, not the project's whole history. A
+trace that this window cuts (its root started before ``--since``), or whose root has a parent in
+another service, has no span without a parent among those read; each such trace is read again whole,
+by trace id (Phoenix >= 13.9; an older server is read whole instead), so it is scored or left out
+exactly as a full read would.
+
 An API key, when the server needs one, is read by the Phoenix client from ``PHOENIX_API_KEY``. Needs the
 ``phoenix`` extra: ``pip install 'ragmetrics[phoenix]'``.
 """
@@ -15,7 +22,7 @@ An API key, when the server needs one, is read by the Phoenix client from ``PHOE
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -27,6 +34,8 @@ __all__ = ["DEFAULT_PROJECT", "parse_phoenix_url", "phoenix_client", "read_phoen
 DEFAULT_PROJECT = "default"
 """The Phoenix project read when the URL names none (Phoenix's own default project)."""
 _TIMEOUT_S = 60
+_IDS_PER_REQUEST = 50
+"""Trace ids per request when traces cut by the ``--since`` window are read again whole."""
 
 
 def parse_phoenix_url(target: str, flag: str = "--traces") -> tuple[str, str]:
@@ -86,31 +95,93 @@ def _span(raw: Mapping[str, Any]) -> TraceSpan:
     )
 
 
-def read_phoenix(target: str) -> Iterator[TraceSpan | str]:
+def _moment(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns // 1_000_000_000, tz=timezone.utc).replace(
+        microsecond=(ns % 1_000_000_000) // 1000
+    )
+
+
+class _Reader:
+    """One project's spans through the Phoenix client, its HTTP errors as ConfigErrors."""
+
+    def __init__(self, target: str) -> None:
+        self.base_url, self.project = parse_phoenix_url(target)
+        self.client = phoenix_client(self.base_url, "reading traces from Phoenix")
+
+    def get(self, **filters: Any) -> list[Any]:
+        import httpx  # a dependency of openai and of the Phoenix client
+
+        try:
+            return list(
+                self.client.spans.get_spans(
+                    project_identifier=quote(self.project, safe=""),
+                    limit=MAX_SPANS + 1,
+                    timeout=_TIMEOUT_S,
+                    **filters,
+                )
+            )
+        except httpx.HTTPStatusError as exc:
+            status = exc.response.status_code
+            why = (
+                f"no project {self.project!r}"
+                if status == 404
+                else f"HTTP {status}: {exc.response.text[:200]}"
+            )
+            raise ConfigError(
+                f"--traces: Phoenix at {self.base_url} refused the spans request ({why})"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ConfigError(f"--traces: cannot reach Phoenix at {self.base_url}: {exc}") from None
+
+
+def _trace_id(raw: Any) -> str:
+    context = raw.get("context") if isinstance(raw, Mapping) else None
+    return str(context.get("trace_id") or "") if isinstance(context, Mapping) else ""
+
+
+def _cut(raws: list[Any]) -> list[str]:
+    """The (raw) trace ids of the traces among ``raws`` that have no span without a parent."""
+    rooted: dict[str, bool] = {}
+    for raw in raws:
+        if isinstance(raw, Mapping) and (trace_id := _trace_id(raw)):
+            rooted[trace_id] = rooted.get(trace_id, False) or not raw.get("parent_id")
+    return [t for t, has_root in rooted.items() if not has_root]
+
+
+def _windowed(reader: _Reader, since_ns: int) -> list[Any]:
+    """The spans from ``since_ns`` on, and every span of the traces that window cuts."""
+    from phoenix.client.exceptions import PhoenixException
+
+    raws = reader.get(start_time=_moment(since_ns))
+    cut = _cut(raws)
+    if not cut:
+        return raws
+    whole: list[Any] = []
+    try:
+        for i in range(0, len(cut), _IDS_PER_REQUEST):
+            whole += reader.get(trace_ids=cut[i : i + _IDS_PER_REQUEST])
+    except PhoenixException:  # a server too old to filter by trace id: read the project whole
+        return reader.get()
+    cut_ids = set(cut)
+    return [r for r in raws if _trace_id(r) not in cut_ids] + whole
+
+
+def read_phoenix(target: str, *, since_ns: int | None = None) -> Iterator[TraceSpan | str]:
     """Every span of a Phoenix project, oldest first, or a problem string for a span that is not a span.
+
+    ``since_ns``: read only the traces whose root starts at or after it (unix nanoseconds), and the
+    traces the window cuts, whole (see the module's docstring); None: every span.
 
     Raises:
         ConfigError: A bad URL, a server that cannot be reached or refuses, an unknown project.
         MissingDependencyError: ``arize-phoenix-client`` is not installed.
     """
-    import httpx  # a dependency of openai and of the Phoenix client
-
-    base_url, project = parse_phoenix_url(target)
-    client = phoenix_client(base_url, "reading traces from Phoenix")
-    try:
-        spans = client.spans.get_spans(
-            project_identifier=quote(project, safe=""), limit=MAX_SPANS + 1, timeout=_TIMEOUT_S
-        )
-    except httpx.HTTPStatusError as exc:
-        status = exc.response.status_code
-        why = f"no project {project!r}" if status == 404 else f"HTTP {status}: {exc.response.text[:200]}"
-        raise ConfigError(f"--traces: Phoenix at {base_url} refused the spans request ({why})") from None
-    except httpx.HTTPError as exc:
-        raise ConfigError(f"--traces: cannot reach Phoenix at {base_url}: {exc}") from None
+    reader = _Reader(target)
+    spans = reader.get() if since_ns is None else _windowed(reader, since_ns)
     found = []
     for number, raw in enumerate(spans, 1):
         if isinstance(raw, Mapping):
             found.append(_span(raw))
         else:
-            yield f"Phoenix span {number} of project {project!r} is not an object; skipped"
+            yield f"Phoenix span {number} of project {reader.project!r} is not an object; skipped"
     yield from sorted(found, key=lambda s: s.start_ns)  # Phoenix pages newest first; traces go oldest first

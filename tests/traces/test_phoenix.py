@@ -198,6 +198,49 @@ def test_an_unknown_project_or_an_unreachable_server_is_a_usage_error(phoenix_ur
     assert "cannot reach Phoenix" in capsys.readouterr().err
 
 
+def test_since_is_read_on_the_server_and_a_trace_it_cuts_is_read_whole(
+    phoenix_url: str, tmp_path: Path, capsys
+) -> None:
+    from ragmetrics.traces import select_traces
+    from ragmetrics.traces.phoenix import read_phoenix
+    from tests.traces.window_spans import Timed, send_timed
+
+    s = 1_000_000_000
+    since = time.time_ns() - 600 * s
+    old, cut, new, remote = send_timed(
+        f"{phoenix_url}/v1/traces",
+        "window-app",
+        [
+            Timed(since - 120 * s, since - 119 * s),  # before the window: the server does not send it
+            Timed(since - 5 * s, since + 1 * s),  # its root before the window, its retriever in it
+            Timed(since + 10 * s, since + 11 * s),
+            Timed(since + 20 * s, since + 21 * s, remote_parent=True),  # its root's parent: another service
+        ],
+    )
+    deadline = time.monotonic() + 120
+    while len(held_rows(phoenix_url, "window-app")) < 4:  # Phoenix ingests in the background
+        assert time.monotonic() < deadline, "Phoenix never held the four traces"
+        time.sleep(0.5)
+
+    target = f"phoenix:{phoenix_url}/window-app"
+    spans = [x for x in read_phoenix(target, since_ns=since) if not isinstance(x, str)]
+    by_trace = {t: sum(x.trace_id == t for x in spans) for t in {x.trace_id for x in spans}}
+    assert by_trace == {cut: 2, new: 2, remote: 2}  # the cut trace read again whole; the old one not at all
+    rows = select_traces(trace_rows(target, since_ns=since), since=since)
+    assert [r.source["trace_id"] for r in rows] == [new, remote]  # what a full read and the window give
+    full = select_traces(trace_rows(target), since=since)
+    assert [r.source["trace_id"] for r in full] == [new, remote]
+    assert old in {r.source["trace_id"] for r in trace_rows(target)}
+
+    out = tmp_path / "window.jsonl"
+    iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(since // s))
+    argv = ["eval", "--traces", target, "--since", iso, "--judge", "offline", "--out", str(out), "--quiet"]
+    assert main(argv) == 0, capsys.readouterr()
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in records] == [new, remote]
+    assert records[0]["sample"]["contexts"] == ["Fact 2 is true."]
+
+
 def _readme_blocks() -> tuple[list[str], str]:
     """The README section's Python blocks and its shell command."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
