@@ -241,6 +241,36 @@ def test_since_is_read_on_the_server_and_a_trace_it_cuts_is_read_whole(
     assert records[0]["sample"]["contexts"] == ["Fact 2 is true."]
 
 
+def test_hostile_phoenix_traces_get_a_status_each_and_nothing_is_lost(phoenix_url: str) -> None:
+    from ragmetrics.integrations.phoenix import export_phoenix
+    from tests.traces.window_spans import Timed, send_timed
+
+    now = time.time_ns()
+    huge, silent, fine = send_timed(
+        f"{phoenix_url}/v1/traces",
+        "hostile-app",
+        [
+            Timed(now, now + 1000, answer="x" * 1_100_000),  # an answer over MAX_VALUE_CHARS
+            Timed(now + 5000, now + 6000, answer=None),  # no answer recorded anywhere
+            Timed(now + 9000, now + 10_000),
+        ],
+    )
+    deadline = time.monotonic() + 120
+    while len(held_rows(phoenix_url, "hostile-app")) < 3:
+        assert time.monotonic() < deadline, "Phoenix never held the three traces"
+        time.sleep(0.5)
+    report = evaluate_sync(
+        traces=f"phoenix:{phoenix_url}/hostile-app", metrics=["faithfulness"], llm="offline", canaries=False
+    )
+    records = {r.extra.get("trace_id") or r.sample.id: r for r in report}
+    assert set(records) == {huge, silent, fine}
+    assert records[fine].status_of("faithfulness") == "ok" and records[fine].scores["faithfulness"] == 1.0
+    for trace_id, why in ((huge, "over 1,000,000 characters"), (silent, "no answer found")):
+        assert records[trace_id].status_of("faithfulness") == "invalid_input"
+        assert why in records[trace_id].errors[0].message
+    assert export_phoenix(list(report), f"phoenix:{phoenix_url}") == (3, 0)  # every trace annotated
+
+
 def _readme_blocks() -> tuple[list[str], str]:
     """The README section's Python blocks and its shell command."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -27,6 +27,8 @@ class Timed:
     root_ns: int
     child_ns: int
     remote_parent: bool = False
+    answer: str | None = "default"
+    """The root's ``output.value`` (``"default"``: ``Fact N is true.``; None: no answer recorded)."""
 
 
 def send_timed(endpoint: str, project: str, traces: Sequence[Timed]) -> list[str]:
@@ -44,16 +46,12 @@ def send_timed(endpoint: str, project: str, traces: Sequence[Timed]) -> list[str
                 rng.getrandbits(128), rng.getrandbits(64), is_remote=True, trace_flags=TraceFlags(1)
             )
             parent = trace.set_span_in_context(NonRecordingSpan(remote))
-        root = tracer.start_span(
-            "rag-query",
-            context=parent,
-            start_time=timed.root_ns,
-            attributes={
-                "openinference.span.kind": "CHAIN",
-                "input.value": f"What is fact {number}?",
-                "output.value": f"Fact {number} is true.",
-            },
-        )
+        attributes = {"openinference.span.kind": "CHAIN", "input.value": f"What is fact {number}?"}
+        if timed.answer is not None:
+            attributes["output.value"] = (
+                f"Fact {number} is true." if timed.answer == "default" else timed.answer
+            )
+        root = tracer.start_span("rag-query", context=parent, start_time=timed.root_ns, attributes=attributes)
         child = tracer.start_span(
             "retrieve",
             context=trace.set_span_in_context(root),
