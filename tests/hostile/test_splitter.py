@@ -59,7 +59,7 @@ def test_long_whitespace_runs_cost_linear_time_in_every_pattern() -> None:
         }
         for name, text in cases.items():
             assert isinstance(claims.states_facts(text), bool), name
-            extracted = claims._extract("Is Paris big?", text)
+            extracted = claims.extract_claims("Is Paris big?", text)
             assert all(c["span"] in text for c in extracted["claims"]), name
             split_sentences(text)
             print(name, "ok", flush=True)
@@ -96,7 +96,7 @@ def test_hostile_text_with_whitespace_runs_splits_into_claims_of_the_text() -> N
                   suppress_health_check=list(HealthCheck))
         @given(hostile())
         def check(text):
-            extracted = claims._extract("Is Paris an old city?", text)
+            extracted = claims.extract_claims("Is Paris an old city?", text)
             for claim in extracted["claims"]:
                 assert claim["span"] in text and claim["text"].strip()
             if claims.states_facts(text):
