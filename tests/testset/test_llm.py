@@ -77,50 +77,41 @@ def test_a_judge_that_does_not_read_writes_no_filler(corpus, tmp_path, dummy_key
     assert all(r["detail"] for r in rejects)
 
 
+QUOTE = "Cargo is the package manager of Rust."
+INVENTED = "Cargo was written in 1962 by Ada Lovelace on Mars."
+
+
+def _one_candidate(srv: FakeLLMServer, spec: str, doc: Path, question: str, reference: str, claims: list):
+    """A one-slot run on ``doc`` whose generation answers ``question`` with ``reference``, quoting
+    :data:`QUOTE`; ``claims``: the claims the generator says the reference holds, as (text, span)."""
+    generated = {"question": question, "reference": reference, "quotes": [QUOTE], "missing_fact": ""}
+    generated["claims"] = [{"text": text, "span": span} for text, span in claims]
+    srv.on("testset.generate", FakeReply(json=generated))
+    return generate_sync([doc], size=1, llm=spec, cache=False, mix={"single_hop": 1}, max_candidates=1)
+
+
 def test_a_reference_that_says_more_than_its_chunk_is_rejected_by_the_claims(
     cargo, fake_llm_server, openai_spec
 ):
-    quote = "Cargo is the package manager of Rust."
-    invented = "Cargo was written in 1962 by Ada Lovelace on Mars."
-    fake_llm_server.on(
-        "testset.generate",
-        FakeReply(
-            json={
-                "question": "What does Cargo do?",
-                "reference": f"{quote} {invented}",
-                "claims": [{"text": quote, "span": quote}, {"text": invented, "span": invented}],
-                "quotes": [quote],
-                "missing_fact": "",
-            }
-        ),
+    claims = [(QUOTE, QUOTE), (INVENTED, INVENTED)]
+    ts = _one_candidate(
+        fake_llm_server, openai_spec, cargo, "What does Cargo do?", f"{QUOTE} {INVENTED}", claims
     )
-    ts = generate_sync([cargo], size=1, llm=openai_spec, cache=False, mix={"single_hop": 1}, max_candidates=2)
     assert ts.items == []
-    assert {r.reason for r in ts.rejects} == {"unsupported"}
+    assert [r.reason for r in ts.rejects] == ["unsupported"]
     assert "1962" in ts.rejects[0].detail
-    tasks = _tasks(fake_llm_server)  # the generator's claims cover the reference: no extraction call
-    assert set(tasks) == {"testset.generate", "claims.verify"}
-    assert tasks["testset.generate"] == tasks["claims.verify"] == len(ts.rejects)
+    # the generator's claims cover the reference: no extraction call
+    assert _tasks(fake_llm_server) == {"testset.generate": 1, "claims.verify": 1}
 
 
 def test_a_reference_whose_claims_leave_a_statement_out_is_split_again_and_rejected(
     cargo, fake_llm_server, openai_spec
 ):
     """A generator cannot slip an unchecked statement past verification by leaving it out of its claims."""
-    quote = "Cargo is the package manager of Rust."
-    fake_llm_server.on(
-        "testset.generate",
-        FakeReply(
-            json={
-                "question": "What does Cargo do?",
-                "reference": f"{quote} Cargo was written in 1962 by Ada Lovelace on Mars.",
-                "claims": [{"text": quote, "span": quote}],  # the invented statement is not a claim
-                "quotes": [quote],
-                "missing_fact": "",
-            }
-        ),
+    reference = f"{QUOTE} {INVENTED}"
+    ts = _one_candidate(
+        fake_llm_server, openai_spec, cargo, "What does Cargo do?", reference, [(QUOTE, QUOTE)]
     )
-    ts = generate_sync([cargo], size=1, llm=openai_spec, cache=False, mix={"single_hop": 1}, max_candidates=1)
     assert ts.items == []
     assert [r.reason for r in ts.rejects] == ["unsupported"]
     assert "1962" in ts.rejects[0].detail  # the claim extraction found it, the verification rejected it
@@ -128,41 +119,20 @@ def test_a_reference_whose_claims_leave_a_statement_out_is_split_again_and_rejec
 
 
 def test_claims_whose_spans_are_not_in_the_reference_are_not_trusted(cargo, fake_llm_server, openai_spec):
-    quote = "Cargo is the package manager of Rust."
-    fake_llm_server.on(
-        "testset.generate",
-        FakeReply(
-            json={
-                "question": "Which tool manages Rust packages?",
-                "reference": quote,
-                "claims": [{"text": quote, "span": "Cargo downloads dependencies from the moon."}],
-                "quotes": [quote],
-                "missing_fact": "",
-            }
-        ),
+    claims = [(QUOTE, "Cargo downloads dependencies from the moon.")]
+    ts = _one_candidate(
+        fake_llm_server, openai_spec, cargo, "Which tool manages Rust packages?", QUOTE, claims
     )
-    ts = generate_sync([cargo], size=1, llm=openai_spec, cache=False, mix={"single_hop": 1}, max_candidates=1)
-    assert [i.reference for i in ts.items] == [quote]  # written, on the claim extraction's own claims
+    assert [i.reference for i in ts.items] == [QUOTE]  # written, on the claim extraction's own claims
     assert _tasks(fake_llm_server) == {"testset.generate": 1, "claims.extract": 1, "claims.verify": 1}
 
 
 def test_a_question_that_gives_its_answer_away_is_rejected_before_verification(
     cargo, fake_llm_server, openai_spec
 ):
-    quote = "Cargo is the package manager of Rust."
-    fake_llm_server.on(
-        "testset.generate",
-        FakeReply(
-            json={
-                "question": f"Is it true that {quote}",
-                "reference": quote,
-                "claims": [{"text": quote, "span": quote}],
-                "quotes": [quote],
-                "missing_fact": "",
-            }
-        ),
+    ts = _one_candidate(
+        fake_llm_server, openai_spec, cargo, f"Is it true that {QUOTE}", QUOTE, [(QUOTE, QUOTE)]
     )
-    ts = generate_sync([cargo], size=1, llm=openai_spec, cache=False, mix={"single_hop": 1}, max_candidates=1)
     assert [r.reason for r in ts.rejects] == ["answer_in_question"]
     assert _tasks(fake_llm_server) == {"testset.generate": 1}  # the free check ran before any verification
 
