@@ -17,6 +17,12 @@ one sample:
   ``text``, or a LangChain message's ``data.content``); else the last LLM span's first output message
   (``llm.output_messages.0.message.content``; GenAI: ``gen_ai.output.messages`` or
   ``gen_ai.completion.0.content``).
+* GenAI messages recorded as span events instead of attributes are read too:
+  ``gen_ai.client.inference.operation.details`` (its ``gen_ai.input.messages`` /
+  ``gen_ai.output.messages``), the per-message events ``gen_ai.system.message``, ``gen_ai.user.message``,
+  ``gen_ai.assistant.message``, ``gen_ai.tool.message`` (``content``) and ``gen_ai.choice``
+  (``message.content``), and the older ``gen_ai.content.prompt`` / ``gen_ai.content.completion``
+  (``gen_ai.prompt`` / ``gen_ai.completion``); a span's own attributes win over its events.
 * **contexts**: every retriever span (``openinference.span.kind = RETRIEVER``, or GenAI
   ``gen_ai.operation.name = retrieval``) in start-time order, and within each its documents in index
   order (``retrieval.documents.N.document.content``; GenAI: ``gen_ai.retrieval.documents``, a JSON list
@@ -98,6 +104,13 @@ def _value(raw: Any, depth: int = 0) -> Any:
     if "arrayValue" in raw:
         values = raw["arrayValue"].get("values", []) if isinstance(raw["arrayValue"], Mapping) else []
         return [_value(v, depth + 1) for v in values] if isinstance(values, list) else None
+    if "kvlistValue" in raw:  # a structured value (GenAI messages on an event)
+        pairs = raw["kvlistValue"].get("values", []) if isinstance(raw["kvlistValue"], Mapping) else []
+        return {
+            p["key"]: _value(p.get("value"), depth + 1)
+            for p in (pairs if isinstance(pairs, list) else [])
+            if isinstance(p, Mapping) and isinstance(p.get("key"), str)
+        }
     return None
 
 
@@ -138,6 +151,64 @@ def _attributes(items: Any) -> dict[str, Any]:
     return found
 
 
+_PROMPT_EVENTS = {
+    "gen_ai.content.prompt": ("gen_ai.prompt", "gen_ai.input.messages"),
+    "gen_ai.content.completion": ("gen_ai.completion", "gen_ai.output.messages"),
+}
+"""GenAI span events before semantic conventions 1.28: the messages as a JSON attribute of the event."""
+_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+"""The GenAI event (1.37 and later) that carries ``gen_ai.input.messages`` / ``gen_ai.output.messages``."""
+_ROLE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+"""GenAI message events (1.28 to 1.36), one per message, its text in ``content``; ``gen_ai.choice`` is
+the output's (its text in ``message.content``, ``message`` or ``content``)."""
+
+
+def _choice_text(attributes: Mapping[str, Any]) -> Any:
+    message = attributes.get("message")
+    if isinstance(message, Mapping):
+        return message.get("content")
+    return attributes.get("message.content", attributes.get("content"))
+
+
+def _event_messages(events: Any) -> dict[str, Any]:
+    """The messages a span's GenAI events record, as the ``gen_ai.*.messages`` attributes they stand for."""
+    found: dict[str, Any] = {}
+    inputs: list[dict[str, str]] = []
+    outputs: list[dict[str, str]] = []
+    for event in events if isinstance(events, list) else []:
+        if not isinstance(event, Mapping):
+            continue
+        name = event.get("name")
+        items = event.get("attributes")
+        attributes = {
+            i["key"]: _value(i.get("value"))
+            for i in (items if isinstance(items, list) else [])
+            if isinstance(i, Mapping) and isinstance(i.get("key"), str)
+        }
+        if name in _PROMPT_EVENTS:
+            source, target = _PROMPT_EVENTS[name]
+            if isinstance(attributes.get(source), str):
+                found.setdefault(target, attributes[source])
+        elif name == _DETAILS_EVENT:
+            for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+                if isinstance(attributes.get(key), (str, list)):
+                    found.setdefault(key, attributes[key])
+        elif name in _ROLE_EVENTS and isinstance(attributes.get("content"), str):
+            inputs.append({"role": _ROLE_EVENTS[name], "content": attributes["content"]})
+        elif name == "gen_ai.choice" and isinstance(text := _choice_text(attributes), str):
+            outputs.append({"role": "assistant", "content": text})
+    if inputs:
+        found.setdefault("gen_ai.input.messages", inputs)
+    if outputs:
+        found.setdefault("gen_ai.output.messages", outputs)
+    return found
+
+
 def _spans(document: Any) -> Iterator[TraceSpan]:
     if not isinstance(document, Mapping):
         raise ValueError(f"expected an OTLP JSON object, got {type(document).__name__}")
@@ -150,6 +221,8 @@ def _spans(document: Any) -> Iterator[TraceSpan]:
                 if not isinstance(span, Mapping):
                     continue
                 attributes = {**shared, **_attributes(span.get("attributes"))}
+                for key, value in _event_messages(span.get("events")).items():
+                    attributes.setdefault(key, value)  # the span's own attributes win
                 try:
                     start = int(span.get("startTimeUnixNano") or 0)
                 except (TypeError, ValueError):
@@ -246,9 +319,9 @@ def _messages(attributes: Mapping[str, Any], direction: str) -> list[tuple[str, 
     if found:
         return [(r, c) for r, c in found if isinstance(c, str)]
     raw = attributes.get(f"gen_ai.{direction}.messages")
-    if isinstance(raw, str):
+    if isinstance(raw, (str, list)):  # a JSON string on a span, a structured value on an event
         try:
-            items = json.loads(raw)
+            items = json.loads(raw) if isinstance(raw, str) else raw
         except (ValueError, RecursionError):
             items = []
         out = []
@@ -273,7 +346,8 @@ def _messages(attributes: Mapping[str, Any], direction: str) -> list[tuple[str, 
 
 def _is_llm(span: TraceSpan) -> bool:
     kind = span.attributes.get("openinference.span.kind")
-    return kind == "LLM" or (kind is None and bool(span.attributes.get("gen_ai.input.messages")))
+    messages = span.attributes.get("gen_ai.input.messages") or span.attributes.get("gen_ai.output.messages")
+    return kind == "LLM" or (kind is None and bool(messages))
 
 
 def _is_retriever(span: TraceSpan) -> bool:

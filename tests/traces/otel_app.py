@@ -78,3 +78,58 @@ def run_app(path: Path, questions: Sequence[tuple[str, str, str]], *, retriever:
             ids.append(format(root.get_span_context().trace_id, "032x"))
     provider.shutdown()
     return ids
+
+
+GENAI_VARIANTS = ("attributes", "details_event", "message_events", "prompt_events")
+"""How a GenAI-conventions app records its chat messages: as span attributes (semantic conventions 1.37
+and later), on a ``gen_ai.client.inference.operation.details`` span event, as one event per message
+(1.28 to 1.36), or on ``gen_ai.content.prompt`` / ``gen_ai.content.completion`` events (before 1.28)."""
+
+
+def run_genai_app(path: Path, question: str, answer: str, docs: Sequence[str], variant: str) -> str:
+    """One trace in the GenAI semantic conventions (no OpenInference attribute): a root span, a retrieval
+    span and a chat span whose messages are recorded as ``variant`` says; returns its trace id (hex)."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "genai-app"}))
+    provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(path)))
+    tracer = provider.get_tracer("tests.genai_app")
+    system = "Answer from the context."
+    inputs = [
+        {"role": "system", "parts": [{"type": "text", "content": system}]},
+        {"role": "user", "parts": [{"type": "text", "content": question}]},
+    ]
+    outputs = [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
+    with tracer.start_as_current_span("invoke_agent rag") as root:
+        root.set_attribute("gen_ai.operation.name", "invoke_agent")
+        with tracer.start_as_current_span("retrieval docs") as span:
+            span.set_attribute("gen_ai.operation.name", "retrieval")
+            span.set_attribute("gen_ai.retrieval.query.text", question)
+            documents = [{"id": f"doc-{i}", "content": d} for i, d in enumerate(docs)]
+            span.set_attribute("gen_ai.retrieval.documents", json.dumps(documents))
+        with tracer.start_as_current_span("chat gpt-4o-mini") as span:
+            span.set_attribute("gen_ai.operation.name", "chat")
+            span.set_attribute("gen_ai.request.model", "gpt-4o-mini")
+            if variant == "attributes":
+                span.set_attribute("gen_ai.input.messages", json.dumps(inputs))
+                span.set_attribute("gen_ai.output.messages", json.dumps(outputs))
+            elif variant == "details_event":
+                span.add_event(
+                    "gen_ai.client.inference.operation.details",
+                    {
+                        "gen_ai.input.messages": json.dumps(inputs),
+                        "gen_ai.output.messages": json.dumps(outputs),
+                    },
+                )
+            elif variant == "message_events":
+                span.add_event("gen_ai.system.message", {"content": system})
+                span.add_event("gen_ai.user.message", {"content": question})
+                span.add_event(
+                    "gen_ai.choice", {"index": 0, "finish_reason": "stop", "message.content": answer}
+                )
+            else:
+                prompt = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+                span.add_event("gen_ai.content.prompt", {"gen_ai.prompt": json.dumps(prompt)})
+                completion = [{"role": "assistant", "content": answer}]
+                span.add_event("gen_ai.content.completion", {"gen_ai.completion": json.dumps(completion)})
+        trace_id = format(root.get_span_context().trace_id, "032x")
+    provider.shutdown()
+    return trace_id

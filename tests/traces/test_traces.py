@@ -13,7 +13,7 @@ from ragmetrics.cli import main  # noqa: E402
 from ragmetrics.pipeline.one_call import evaluate_sync  # noqa: E402
 from ragmetrics.testing import FakeLLMServer  # noqa: E402
 from ragmetrics.traces import Cursor, select_traces, trace_rows  # noqa: E402
-from tests.traces.otel_app import run_app  # noqa: E402
+from tests.traces.otel_app import GENAI_VARIANTS, run_app, run_genai_app  # noqa: E402
 from tests.traces.receiver import OtlpReceiver  # noqa: E402
 
 QUESTIONS = [
@@ -44,6 +44,79 @@ def test_each_trace_becomes_a_sample_with_its_retrieved_contexts_in_order(traces
     assert first["meta"]["trace_id"] == ids[0] and len(first["meta"]["span_id"]) == 16
     assert first["meta"]["attributes"]["service.name"] == "rag-app"
     assert [r.values["meta"]["response_id"] for r in rows] == ["chatcmpl-0", "chatcmpl-1", "chatcmpl-2"]
+
+
+@pytest.mark.parametrize("variant", GENAI_VARIANTS)
+def test_a_genai_conventions_trace_gives_its_question_answer_and_documents(
+    tmp_path: Path, variant: str
+) -> None:
+    path = tmp_path / "genai.json"
+    docs = ["Paris is the capital of France.", "The Seine flows through Paris."]
+    trace_id = run_genai_app(path, "What is the capital of France?", "Paris is the capital.", docs, variant)
+    (row,) = trace_rows(path)
+    assert row.problem is None, row.problem
+    assert row.values["id"] == trace_id
+    assert row.values["question"] == "What is the capital of France?"  # the chat's last user message
+    assert row.values["answer"] == "Paris is the capital."
+    assert row.values["contexts"] == docs
+
+
+def test_structured_genai_messages_on_an_event_are_read(tmp_path: Path) -> None:
+    """Messages as structured values (an OTLP kvlist, as a logs-capable SDK writes them), by hand."""
+
+    def text(value: str) -> dict:
+        return {"stringValue": value}
+
+    def kv(**fields: dict) -> dict:
+        return {"kvlistValue": {"values": [{"key": k, "value": v} for k, v in fields.items()]}}
+
+    def message(role: str, content: str) -> dict:
+        part = kv(type=text("text"), content=text(content))
+        return kv(role=text(role), parts={"arrayValue": {"values": [part]}})
+
+    tid, root, chat, docs = "ab" * 16, "01" * 8, "02" * 8, "03" * 8
+    spans = [
+        {"traceId": tid, "spanId": root, "name": "agent", "startTimeUnixNano": "1"},
+        {
+            "traceId": tid,
+            "spanId": docs,
+            "parentSpanId": root,
+            "name": "retrieval",
+            "startTimeUnixNano": "2",
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": text("retrieval")},
+                {"key": "gen_ai.retrieval.documents", "value": text(json.dumps(["Rome is in Italy."]))},
+            ],
+        },
+        {
+            "traceId": tid,
+            "spanId": chat,
+            "parentSpanId": root,
+            "name": "chat",
+            "startTimeUnixNano": "3",
+            "events": [
+                {
+                    "name": "gen_ai.client.inference.operation.details",
+                    "attributes": [
+                        {
+                            "key": "gen_ai.input.messages",
+                            "value": {"arrayValue": {"values": [message("user", "Where is Rome?")]}},
+                        },
+                        {
+                            "key": "gen_ai.output.messages",
+                            "value": {"arrayValue": {"values": [message("assistant", "In Italy.")]}},
+                        },
+                    ],
+                }
+            ],
+        },
+    ]
+    path = tmp_path / "structured.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}) + "\n")
+    (row,) = trace_rows(path)
+    assert row.problem is None, row.problem
+    assert (row.values["question"], row.values["answer"]) == ("Where is Rome?", "In Italy.")
+    assert row.values["contexts"] == ["Rome is in Italy."]
 
 
 def test_eval_traces_scores_them_through_the_fake_judge_and_exports_linked_events(
