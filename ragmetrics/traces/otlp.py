@@ -55,6 +55,7 @@ __all__ = [
     "MAX_SPANS",
     "MAX_VALUE_CHARS",
     "TraceSpan",
+    "event_messages",
     "keep_attribute",
     "read_otlp_json",
     "rows_from_spans",
@@ -175,8 +176,12 @@ def _choice_text(attributes: Mapping[str, Any]) -> Any:
     return attributes.get("message.content", attributes.get("content"))
 
 
-def _event_messages(events: Any) -> dict[str, Any]:
-    """The messages a span's GenAI events record, as the ``gen_ai.*.messages`` attributes they stand for."""
+def event_messages(events: Any) -> dict[str, Any]:
+    """The messages a span's GenAI events record, as the ``gen_ai.*.messages`` attributes they stand for.
+
+    ``events``: the span's events, each ``{"name", "attributes"}`` with OTLP JSON attributes (a list of
+    ``{"key", "value"}``) or plain ones (a mapping, as Phoenix returns them).
+    """
     found: dict[str, Any] = {}
     inputs: list[dict[str, str]] = []
     outputs: list[dict[str, str]] = []
@@ -185,11 +190,14 @@ def _event_messages(events: Any) -> dict[str, Any]:
             continue
         name = event.get("name")
         items = event.get("attributes")
-        attributes = {
-            i["key"]: _value(i.get("value"))
-            for i in (items if isinstance(items, list) else [])
-            if isinstance(i, Mapping) and isinstance(i.get("key"), str)
-        }
+        if isinstance(items, Mapping):
+            attributes = {k: v for k, v in items.items() if isinstance(k, str)}
+        else:
+            attributes = {
+                i["key"]: _value(i.get("value"))
+                for i in (items if isinstance(items, list) else [])
+                if isinstance(i, Mapping) and isinstance(i.get("key"), str)
+            }
         if name in _PROMPT_EVENTS:
             source, target = _PROMPT_EVENTS[name]
             if isinstance(attributes.get(source), str):
@@ -221,7 +229,7 @@ def _spans(document: Any) -> Iterator[TraceSpan]:
                 if not isinstance(span, Mapping):
                     continue
                 attributes = {**shared, **_attributes(span.get("attributes"))}
-                for key, value in _event_messages(span.get("events")).items():
+                for key, value in event_messages(span.get("events")).items():
                     attributes.setdefault(key, value)  # the span's own attributes win
                 try:
                     start = int(span.get("startTimeUnixNano") or 0)

@@ -5,8 +5,9 @@ of the project (``default`` when the URL has no path) through ``arize-phoenix-cl
 (``GET /v1/projects/{project}/spans``, paged); each becomes a :class:`~ragmetrics.traces.otlp.TraceSpan`
 and from there the traces turn into samples exactly as an OTLP file's do (:func:`trace_sample`: the same
 attributes, the same statuses for a trace without an answer or a retriever span). Phoenix returns the
-span kind as a field, not an attribute; it is read as ``openinference.span.kind``. Phoenix's REST API does
-not return resource attributes, so ``service.name`` is not in ``meta.attributes`` here.
+span kind as a field, not an attribute; it is read as ``openinference.span.kind``. A span's events (GenAI
+messages) are read as in a file. Phoenix's REST API does not return resource attributes, so
+``service.name`` is not in ``meta.attributes`` here.
 
 With ``--since`` the server sends only the spans that start at or after it (a trace's spans start no
 earlier than its root), so an hourly job reads the last hours, not the project's whole history. A
@@ -27,7 +28,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ragmetrics.errors import ConfigError, MissingDependencyError
-from ragmetrics.traces.otlp import MAX_SPANS, TraceSpan, _hex_id, keep_attribute
+from ragmetrics.traces.otlp import MAX_SPANS, TraceSpan, _hex_id, event_messages, keep_attribute
 
 __all__ = ["DEFAULT_PROJECT", "parse_phoenix_url", "phoenix_client", "read_phoenix"]
 
@@ -82,6 +83,8 @@ def _span(raw: Mapping[str, Any]) -> TraceSpan:
     context: Mapping[str, Any] = raw["context"] if isinstance(raw.get("context"), Mapping) else {}
     found: Mapping[Any, Any] = raw["attributes"] if isinstance(raw.get("attributes"), Mapping) else {}
     attributes = {k: v for k, v in found.items() if isinstance(k, str) and keep_attribute(k, v)}
+    for key, value in event_messages(raw.get("events")).items():
+        attributes.setdefault(key, value)  # GenAI messages recorded as events; the span's attributes win
     kind = raw.get("span_kind")
     if isinstance(kind, str) and kind not in ("", "UNKNOWN"):
         attributes.setdefault("openinference.span.kind", kind)

@@ -86,11 +86,28 @@ and later), on a ``gen_ai.client.inference.operation.details`` span event, as on
 (1.28 to 1.36), or on ``gen_ai.content.prompt`` / ``gen_ai.content.completion`` events (before 1.28)."""
 
 
-def run_genai_app(path: Path, question: str, answer: str, docs: Sequence[str], variant: str) -> str:
+def run_genai_app(
+    target: Path | str,
+    question: str,
+    answer: str,
+    docs: Sequence[str],
+    variant: str,
+    project: str = "default",
+) -> str:
     """One trace in the GenAI semantic conventions (no OpenInference attribute): a root span, a retrieval
-    span and a chat span whose messages are recorded as ``variant`` says; returns its trace id (hex)."""
-    provider = TracerProvider(resource=Resource.create({"service.name": "genai-app"}))
-    provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(path)))
+    span and a chat span whose messages are recorded as ``variant`` says; returns its trace id (hex).
+
+    ``target``: an OTLP JSON file, or an OTLP/HTTP traces endpoint (``http://.../v1/traces``: Phoenix,
+    with ``project`` as its ``openinference.project.name``).
+    """
+    resource = Resource.create({"service.name": "genai-app", "openinference.project.name": project})
+    provider = TracerProvider(resource=resource)
+    if isinstance(target, str):
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=target)))
+    else:
+        provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(target)))
     tracer = provider.get_tracer("tests.genai_app")
     system = "Answer from the context."
     inputs = [

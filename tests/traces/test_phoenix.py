@@ -271,6 +271,28 @@ def test_hostile_phoenix_traces_get_a_status_each_and_nothing_is_lost(phoenix_ur
     assert export_phoenix(list(report), f"phoenix:{phoenix_url}") == (3, 0)  # every trace annotated
 
 
+def test_a_genai_trace_with_message_events_is_read_from_phoenix(phoenix_url: str) -> None:
+    from tests.traces.otel_app import run_genai_app
+
+    docs = ["Rome is the capital of Italy.", "The Tiber flows through Rome."]
+    endpoint = f"{phoenix_url}/v1/traces"
+    trace_id = run_genai_app(
+        endpoint, "Where is Rome?", "Rome is in Italy.", docs, "message_events", "genai-app"
+    )
+    deadline = time.monotonic() + 120
+    while True:  # Phoenix ingests in the background: until the trace is whole (or the time is up)
+        rows = held_rows(phoenix_url, "genai-app")
+        whole = rows and rows[0].source.get("root_name") == "invoke_agent rag" and rows[0].problem is None
+        if whole or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    (row,) = rows
+    assert row.problem is None, row.problem
+    assert row.values["id"] == trace_id
+    assert (row.values["question"], row.values["answer"]) == ("Where is Rome?", "Rome is in Italy.")
+    assert row.values["contexts"] == docs
+
+
 def _readme_blocks() -> tuple[list[str], str]:
     """The README section's Python blocks and its shell command."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
