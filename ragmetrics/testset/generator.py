@@ -245,8 +245,9 @@ async def generate(
     finally:
         if waves is not None:
             await waves.aclose()
-        if llm is not judge:
-            await judge.aclose()
+        # as the pipeline does: a judge the user passed in is closed only as far as it is ours to close
+        # (this loop's SDK client and the disk cache, which reopen on the next run)
+        await judge.aclose()
 
 
 async def _run(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -198,3 +200,78 @@ def test_sigkill_half_way_then_a_rerun_pays_only_for_the_missing_items(corpus, t
     # the requests in flight at the kill (sent, never answered, so never cached)
     assert killed_calls + rerun_calls <= clean_calls + 2 * 3
     assert rerun_calls < clean_calls
+
+
+def _same_question_thrice(tmp_path: Path) -> list[Path]:
+    """Three documents that each hold :data:`QUOTE`, beside a sentence of their own."""
+    own = ["Rustup installs the toolchain.", "Clippy lints the code.", "Rustfmt formats the code."]
+    paths = []
+    for i, sentence in enumerate(own):
+        path = tmp_path / f"doc{i}.md"
+        path.write_text(f"{QUOTE} {sentence}\n")
+        paths.append(path)
+    return paths
+
+
+def test_near_duplicate_questions_are_dropped_with_the_reason_kept(tmp_path, fake_llm_server, openai_spec):
+    # three wordings of one question, one per generation: only the first may be written
+    wordings = iter(["What does Cargo do?", "So, what does Cargo do?", "what does cargo do ?"])
+
+    def generated(_request):
+        question = next(wordings)
+        return FakeReply(
+            json={
+                "question": question,
+                "reference": QUOTE,
+                "quotes": [QUOTE],
+                "missing_fact": "",
+                "claims": [{"text": QUOTE, "span": QUOTE}],
+            }
+        )
+
+    fake_llm_server.on("testset.generate", generated)
+    out = tmp_path / "t.jsonl"
+    ts = generate_sync(
+        _same_question_thrice(tmp_path),
+        size=3,
+        llm=openai_spec,
+        out=out,
+        cache=False,
+        mix={"single_hop": 1},
+        max_candidates=3,
+    )
+    (item,) = ts.items  # whichever wording came first (the candidates run concurrently)
+    assert len(out.read_text().splitlines()) == 1
+    rejects = [json.loads(x) for x in (tmp_path / "t.rejects.jsonl").read_text().splitlines()]
+    assert [r["reason"] for r in rejects] == ["near_duplicate", "near_duplicate"]
+    assert all(item.id in r["detail"] for r in rejects)  # each names the item it repeats
+    assert ts.report.rejects == {"near_duplicate": 2}
+
+
+def test_a_users_sdk_client_and_judge_object_generate_and_are_left_open(corpus, fake_llm_server, dummy_keys):
+    import openai
+
+    from ragmetrics.judge import resolve_judge
+
+    client = openai.AsyncOpenAI(base_url=fake_llm_server.openai_base_url, api_key="k", max_retries=0)
+    judge = resolve_judge(f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}", cache=False)
+    options: dict = {"cache": False, "mix": {"single_hop": 1}}
+    with warnings.catch_warnings(record=True):  # what earlier tests left is not counted
+        warnings.simplefilter("always", ResourceWarning)
+        gc.collect()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        by_client = [generate_sync(corpus, size=2, llm=client, **options) for _ in "ab"]
+        by_judge = [generate_sync(corpus, size=2, llm=judge, **options) for _ in "ab"]
+        del judge  # what it still holds is garbage now
+        gc.collect()
+    # each run closes this loop's SDK client, its own copy of the user's (the user's judge's were left
+    # open, one idle connection per run, for the garbage collector to warn about in a later test)
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    # the second run of each works: the run did not close what the user passed in
+    runs = [*by_client, *by_judge]
+    assert [ts.report.written for ts in runs] == [2, 2, 2, 2]
+    assert sum(ts.report.usage.calls for ts in runs) == fake_llm_server.calls.total()
+    first = [i.model_dump() for i in runs[0].items]
+    assert all([i.model_dump() for i in ts.items] == first for ts in runs[1:])
+    assert not client.is_closed()
