@@ -6,11 +6,17 @@ build (:func:`deadline_client`) bounds the whole ``send`` instead: connecting, s
 hooks and reading the body all end at ``deadline_s``, raising the HTTP library's own ``ReadTimeout``
 (the SDK turns it into its ``APITimeoutError``, which the judge classifies as a ``timeout``), marked
 with whether the reply had begun, so that the message can say which limit ended it.
+
+Closing the client also closes every connection a reply came on, not only those its pool still
+holds: under attempts cut at the deadline, the SDKs' connection pool (httpcore2) now and then loses
+track of an idle connection, whose socket the garbage collector then finds open (a ResourceWarning,
+in whichever later code the collection falls). Those sockets are closed with the client instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib
 from contextvars import ContextVar
@@ -19,6 +25,16 @@ from typing import Any
 __all__ = ["deadline_client", "deadline_message"]
 
 _BEGUN: ContextVar[list[bool] | None] = ContextVar("ragmetrics_reply_begun", default=None)
+_PRUNE_AT = 64  # connections remembered before the closed ones are forgotten
+
+
+def _is_closed(stream: Any) -> bool:
+    """Whether a connection's network stream (httpcore's ``network_stream``) has closed its socket."""
+    try:
+        sock = stream.get_extra_info("socket")
+        return sock is None or sock.fileno() < 0
+    except Exception:  # a stream that cannot say is not ours to keep
+        return True
 
 
 async def _reply_begun(response: Any) -> None:
@@ -45,8 +61,30 @@ def _client_class(base: type) -> type:
             super().__init__(*args, **kwargs)
             self._ragmetrics_deadline_s = deadline_s
             hooks: dict[str, list[Any]] = dict(self.event_hooks)  # type: ignore[has-type]
-            hooks["response"] = [_reply_begun, *hooks.get("response", [])]
+            hooks["response"] = [_reply_begun, self._remember_connection, *hooks.get("response", [])]
             self.event_hooks = hooks
+            self._ragmetrics_streams: dict[int, Any] = {}
+            """The network stream of every connection a reply came on, by id, until it is seen closed."""
+
+        async def _remember_connection(self, response: Any) -> None:
+            stream = response.extensions.get("network_stream")
+            if stream is None:
+                return
+            streams = self._ragmetrics_streams
+            streams[id(stream)] = stream
+            if len(streams) > _PRUNE_AT:
+                for key in [key for key, known in streams.items() if _is_closed(known)]:
+                    del streams[key]
+
+        async def aclose(self) -> None:
+            try:
+                await super().aclose()
+            finally:
+                streams, self._ragmetrics_streams = list(self._ragmetrics_streams.values()), {}
+                for stream in streams:
+                    if not _is_closed(stream):
+                        with contextlib.suppress(Exception):
+                            await stream.aclose()
 
         async def send(self, request: Any, **kwargs: Any) -> Any:
             limit = self._ragmetrics_deadline_s
