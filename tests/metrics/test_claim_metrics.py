@@ -213,7 +213,8 @@ async def test_contexts_over_budget_are_verified_in_chunks_with_the_merge_rule(f
 
 async def test_one_oversize_context_is_split(fake_llm_server, openai_spec):
     fake_llm_server.on(
-        "claims.extract", FakeReply(json={"claims": [{"text": "c0"}], "addresses_question": "yes"})
+        "claims.extract",
+        FakeReply(json={"claims": [{"text": "c0", "span": "c0"}], "addresses_question": "yes"}),
     )
     metric = FaithfulnessMetric(llm=openai_spec, context_budget_tokens=100)
     result = await metric.evaluate(question="q", answer="c0", contexts=["word. " * 300])

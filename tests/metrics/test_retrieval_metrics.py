@@ -254,6 +254,39 @@ def test_the_four_metrics_score_as_hand_worked(spec: str) -> None:
     assert (details["precision"], details["recall"], details["contradicted"]) == (0.5, 0.5, [])
 
 
+BOGUS = "The judge made this claim up."
+
+
+def _with_a_made_up_claim(task: str, v: Any) -> dict[str, Any]:
+    """The scripted judge, but every extraction starts with a claim whose span is in no text."""
+    reply = scripted(task, v)
+    if task == "claims.extract":
+        reply["claims"].insert(0, {"text": BOGUS, "span": BOGUS, "relevance": "direct"})
+    return reply
+
+
+def test_a_claim_whose_span_is_in_no_text_is_not_sent_for_verification(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a made-up claim first in the answer's and the reference's extraction: it is set apart from every score,
+    # so it is not verified; the claims after it are sent renumbered and their verdicts and the contexts'
+    # supports come back to the right claims: every score is the hand-worked one above
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    with FakeLLMServer(answer=_with_a_made_up_claim) as srv:
+        spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
+        result = EvaluationPipeline(_seven(spec), progress=False, canaries=False).run([ROW])[0]
+        sent = [r.variables or {} for r in srv.requests if r.task == "claims.verify"]
+    assert sent and all(BOGUS not in [*v["claims"], *(v.get("reference_claims") or [])] for v in sent)
+    assert result.context_recall == 1.0 and result.faithfulness == 0.5
+    assert result.context_precision == pytest.approx(1 / 2) and result.answer_correctness == pytest.approx(0.5)
+    precision = result.results["context_precision"].details["contexts"]
+    assert [c["supports"] for c in precision] == [[], [0, 1], []]
+    faithfulness = result.results["faithfulness"].claims
+    assert [(c.text, c.span_found, c.verdict) for c in faithfulness] == [
+        ("Paris is the capital of France.", True, "supported"),
+        ("Paris has a big airport.", True, "not_found"),
+        (BOGUS, False, None),
+    ]
+
+
 def test_without_a_reference_precision_follows_the_answer_and_the_reference_metrics_say_why(
     spec: str,
 ) -> None:

@@ -66,7 +66,8 @@ def test_a_schema_only_judge_gets_the_canary_banner_first_then_the_judge_health_
     assert "Judge health" in cards
     page.clean()
     for props in _canary_properties(junit, spec):
-        assert props == {"passed": "false", "probes_passed": "0", "probes": "3", "calls": "4"}
+        # the canaries' one extraction and its re-ask: no span is in the answer, so nothing is verified
+        assert props == {"passed": "false", "probes_passed": "0", "probes": "3", "calls": "2"}
 
 
 def test_a_reading_judge_gets_a_canary_card_and_no_banner(

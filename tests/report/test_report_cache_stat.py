@@ -10,6 +10,7 @@ import pytest
 from ragmetrics import FaithfulnessMetric, GroundednessMetric, RelevancyMetric
 from ragmetrics.pipeline import EvaluationPipeline
 from ragmetrics.report import write_html_report
+from ragmetrics.testing import FakeLLMServer, FakeReply, FakeRequest
 
 ROWS = [
     {
@@ -43,17 +44,20 @@ def test_the_offline_judge_run_says_no_llm_calls_instead_of_cache_misses(tmp_pat
 def test_the_groundedness_card_does_not_count_unverified_quotes_as_supported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # schema-only answers: every claim "supported", with a quote made of prompt words found in no context;
+    # claims whose spans are in the answers, every one judged "supported" with a quote found in no context;
     # before, the cards said "supported 2"
-    from ragmetrics.testing import FakeLLMServer
+    def extract(req: FakeRequest) -> FakeReply:
+        span = "Paris." if "Paris." in req.prompt else "Python is a compiled language"
+        return FakeReply(json={"claims": [{"text": span, "span": span}], "addresses_question": "yes"})
 
+    verify = {"verdicts": [{"claim": 0, "verdict": "supported", "context": 0, "evidence": "no such words"}]}
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    with FakeLLMServer(answer="schema", seed=0) as srv:
+    with FakeLLMServer() as srv:
+        srv.on("claims.extract", extract)
+        srv.on("claims.verify", FakeReply(json=verify))
         spec = f"openai:fake-model@{srv.openai_base_url}"
         metrics = [FaithfulnessMetric(llm=spec, cache=False), GroundednessMetric(llm=spec, cache=False)]
         report = EvaluationPipeline(metrics=metrics, progress=False).run(ROWS).summary()
-    # since verification, a judge whose quotes are found nowhere gets no score at all (judge_output_invalid)
-    assert report.aggregates["groundedness"].mean is None and report.aggregates["faithfulness"].mean is None
     html = write_html_report(report, tmp_path / "r.html").read_text(encoding="utf-8")
     cards = dict(re.findall(r'<article class="card" data-metric="\d+"><h3>(\w+)</h3>(.*?)</article>', html))
     legend = {

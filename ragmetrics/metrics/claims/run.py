@@ -168,10 +168,20 @@ async def _verified(
     usage: Usage,
     health: Health,
 ) -> ClaimsOutcome:
-    """The verification calls for the extracted claims, merged over chunks into the outcome."""
-    claims = [c.text for c in extraction.claims] if extraction is not None else []
-    also_claims = [c.text for c in also_extraction.claims] if also_extraction is not None else []
-    n_all = len(claims) + len(also_claims)
+    """The verification calls for the extracted claims, merged over chunks into the outcome.
+
+    Only the claims whose span is in their text are sent: the others are set apart from every score
+    (``Found.unverified``), so a verdict on them would buy nothing, and a judge that is not reading its
+    input costs no verification call at all. The verdicts and supports come back renumbered to the
+    extraction's indices; a claim not sent has no verdict.
+    """
+    main_keep = _spans_found(extraction, claim_plan.text)
+    also_keep = _spans_found(also_extraction, claim_plan.also_text or "")
+    n_main = len(extraction.claims) if extraction is not None else 0
+    n_all = n_main + (len(also_extraction.claims) if also_extraction is not None else 0)
+    original = [*main_keep, *(n_main + i for i in also_keep)]  # sent index -> extraction index
+    claims = [extraction.claims[i].text for i in main_keep] if extraction is not None else []
+    also_claims = [also_extraction.claims[i].text for i in also_keep] if also_extraction is not None else []
     verdicts: list[VerifiedClaim | None] = [None] * n_all
     requests = claim_plan.verify(claims, also_claims)
     if not requests:
@@ -218,16 +228,19 @@ async def _verified(
         result: ClaimVerification = chunk_reply.value
         repairs += [r for r in result.repairs if r not in repairs]
         for v in result.verdicts:
-            local = v.context
-            mapped = v.model_copy(update={"context": chunk[local].index if local is not None else None})
-            current = verdicts[v.claim]
+            local, claim = v.context, original[v.claim]
+            mapped = v.model_copy(
+                update={"claim": claim, "context": chunk[local].index if local is not None else None}
+            )
+            current = verdicts[claim]
             if current is None or _RANK[mapped.verdict] < _RANK[current.verdict]:
-                verdicts[v.claim] = mapped
-            seen = text_verdicts[v.claim]
+                verdicts[claim] = mapped
+            seen = text_verdicts[claim]
             if v.text_verdict is not None and (seen is None or _RANK[v.text_verdict] < _RANK[seen]):
-                text_verdicts[v.claim] = v.text_verdict
+                text_verdicts[claim] = v.text_verdict
         for judged in result.contexts:
-            pieces[chunk[judged.context].index].append(judged)
+            renumbered = judged.model_copy(update={"supports": [original[i] for i in judged.supports]})
+            pieces[chunk[judged.context].index].append(renumbered)
     for i, tv in enumerate(text_verdicts):
         current = verdicts[i]
         if current is not None and current.text_verdict != tv:
@@ -256,6 +269,13 @@ async def _check_extraction(
     if request is None or reply is None:
         return None
     return await checked(judge, request, reply, lambda value: span_problems(value, text, what))
+
+
+def _spans_found(extraction: ClaimExtraction | None, text: str) -> list[int]:
+    """The indices of the claims whose span is in ``text`` (the same check as ``ClaimRecord.span_found``)."""
+    if extraction is None:
+        return []
+    return [i for i, claim in enumerate(extraction.claims) if quote_found(claim.span, text)]
 
 
 def _quotes_in(chunk: list[str]) -> Callable[[Any], list[str]]:
