@@ -128,7 +128,12 @@ class JudgeError(RagMetricsError):
         http_status: The last HTTP status code, when there was one.
         usage: What the failed call cost (calls, tokens, USD): a :class:`~ragmetrics.score.Usage`, or
             None when unknown (read it with :func:`ragmetrics.score.spent_by`, which gives zero usage).
+        health: For a claim metric's verification that failed after its extraction came back: the
+            judge health of what came back (spans checked and found, re-asks), so the failed result
+            still counts toward the run's judge health; None otherwise.
     """
+
+    health: Any = None
 
     def __init__(
         self,

@@ -265,7 +265,9 @@ def _with_a_made_up_claim(task: str, v: Any) -> dict[str, Any]:
     return reply
 
 
-def test_a_claim_whose_span_is_in_no_text_is_not_sent_for_verification(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_claim_whose_span_is_in_no_text_is_not_sent_for_verification(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # a made-up claim first in the answer's and the reference's extraction: it is set apart from every score,
     # so it is not verified; the claims after it are sent renumbered and their verdicts and the contexts'
     # supports come back to the right claims: every score is the hand-worked one above
@@ -276,7 +278,9 @@ def test_a_claim_whose_span_is_in_no_text_is_not_sent_for_verification(monkeypat
         sent = [r.variables or {} for r in srv.requests if r.task == "claims.verify"]
     assert sent and all(BOGUS not in [*v["claims"], *(v.get("reference_claims") or [])] for v in sent)
     assert result.context_recall == 1.0 and result.faithfulness == 0.5
-    assert result.context_precision == pytest.approx(1 / 2) and result.answer_correctness == pytest.approx(0.5)
+    assert result.context_precision == pytest.approx(1 / 2) and result.answer_correctness == pytest.approx(
+        0.5
+    )
     precision = result.results["context_precision"].details["contexts"]
     assert [c["supports"] for c in precision] == [[], [0, 1], []]
     faithfulness = result.results["faithfulness"].claims
@@ -285,6 +289,27 @@ def test_a_claim_whose_span_is_in_no_text_is_not_sent_for_verification(monkeypat
         ("Paris has a big airport.", True, "not_found"),
         (BOGUS, False, None),
     ]
+
+
+def test_a_verification_that_fails_keeps_the_health_of_the_extraction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a generic schema filler: its claim's span is in no answer (re-asked once), so context relevancy's
+    # verification goes with no claim, and its reply cites claim 0 anyway: the sample fails, and the
+    # extraction's health stays on the result, so the run's judge gate still sees a judge not reading
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    with FakeLLMServer(answer="placeholder") as srv:
+        spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
+        results = EvaluationPipeline([ContextRelevancyMetric(llm=spec, cache=False)], progress=False).run(
+            [ROW]
+        )
+    result = results[0].results["context_relevancy"]
+    assert (result.score, result.status) == (None, "judge_output_invalid")
+    health = result.details["judge_health"]
+    assert (health["spans"], health["spans_found"], health["reasks"]) == (1, 0, 1), health
+    summary = results.summary()
+    assert [h.spans_found for h in summary.judge_health.values()] == [0]
+    assert summary.judge_gate, "the judge gate lists the filler judge"
 
 
 def test_without_a_reference_precision_follows_the_answer_and_the_reference_metrics_say_why(

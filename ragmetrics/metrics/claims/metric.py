@@ -42,6 +42,7 @@ from ragmetrics.metrics.claims.engine import (
 )
 from ragmetrics.metrics.claims.run import ClaimsOutcome, run_claims
 from ragmetrics.metrics.claims.schemas import ClaimExtraction, ContextJudgement
+from ragmetrics.metrics.claims.verification import Health
 from ragmetrics.prompting import load_prompt
 from ragmetrics.sample import Sample
 from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, Verdict
@@ -376,7 +377,10 @@ class ClaimMetric(JudgeHolder):
             outcome = await run_claims(judge, claim_plan)
         except JudgeError as exc:  # what the failed calls cost stays on the result
             fields = failure_from(exc, metric=self.name).result_fields()
-            failed = ClaimScore(score=None, status=fields["status"], message=fields["message"])
+            health = {"judge_health": exc.health.as_details()} if isinstance(exc.health, Health) else {}
+            failed = ClaimScore(
+                score=None, status=fields["status"], message=fields["message"], details=health
+            )
             return self._result(failed, started, usage=fields["usage"])
         found = _found(sample, outcome)
         scored = self.scoring(found)

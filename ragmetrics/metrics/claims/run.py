@@ -200,8 +200,7 @@ async def _verified(
     for answer in answers:
         usage = usage + (answer.usage if isinstance(answer, JudgeReply) else spent_by(answer))
     if failures:
-        first = failures[0]
-        raise first.with_usage(usage) if isinstance(first, JudgeError) else first
+        raise _failure(failures[0], usage, health)
     initial = [a for a in answers if isinstance(a, JudgeReply)]
     checks: list[Checked] = list(
         await asyncio.gather(
@@ -269,6 +268,15 @@ async def _check_extraction(
     if request is None or reply is None:
         return None
     return await checked(judge, request, reply, lambda value: span_problems(value, text, what))
+
+
+def _failure(exc: BaseException, usage: Usage, health: Health) -> BaseException:
+    """``exc`` carrying the sample's usage and the health of the extraction that came back before it."""
+    if not isinstance(exc, JudgeError):
+        return exc
+    failed = exc.with_usage(usage)
+    failed.health = health
+    return failed
 
 
 def _spans_found(extraction: ClaimExtraction | None, text: str) -> list[int]:
