@@ -110,3 +110,29 @@ async def test_a_schema_refused_for_one_shape_stays_with_that_shape(
     total = sum((r.usage for r in results), Usage())
     assert total.downgraded == 2
     assert "2 requests in a weaker structured-output form" in total.describe()
+
+
+def test_a_request_with_no_claim_asks_no_supports_and_still_refuses_one() -> None:
+    # context relevancy verifies even when no claim is left: each context gets its relevance and reason,
+    # and no `supports` to fill (a schema filler used to fill one with claim 0 and fail the sample)
+    relevance = verification_model(0, 2, per_context=2)
+    context = relevance.model_json_schema()["$defs"]["Context"]["properties"]
+    assert set(context) == {"relevant", "reason"}
+    assert (
+        set(verification_model(0, 2, per_context=1).model_json_schema()["$defs"]["Context"]["properties"])
+        == set()
+    )
+    assert (
+        "supports"
+        in verification_model(1, 2, per_context=1).model_json_schema()["$defs"]["Context"]["properties"]
+    )
+    reply = relevance.model_validate(
+        {"verdicts": {}, "contexts": {"0": {"relevant": True, "reason": "on topic"}}}
+    )
+    assert [(c.context, c.relevant, c.supports) for c in reply.contexts] == [(0, True, [])]
+    try:
+        relevance.model_validate({"verdicts": {}, "contexts": {"0": {"relevant": True, "supports": [0]}}})
+    except ValueError as exc:
+        assert "supports claim(s) [0], out of range" in str(exc)
+    else:  # pragma: no cover - the failure this guards against
+        raise AssertionError("a supported claim the request does not have validated")

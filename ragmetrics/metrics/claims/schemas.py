@@ -248,20 +248,13 @@ class ClaimVerification(LeanSchema):
         ref = {"$ref": "#/$defs/Verdict"}  # the slot is defined once: the schema travels as prompt tokens
         schema["properties"]["verdicts"] = {"type": "object", "properties": {k: dict(ref) for k in keys}}
         schema["$defs"] = {"Verdict": slot}
-        if cls._per_context and n_contexts:
-            claim_ids: dict[str, Any] = {
-                "type": "array",
-                "items": _index(n_claims, compact),
-            }
-            if not n_claims:
-                claim_ids = {"type": "array", "maxItems": 0, "items": {"type": "integer"}}
-            judged: dict[str, Any] = {"supports": claim_ids}
+        if cls._per_context and n_contexts:  # no claim, nothing to support: no ``supports`` to fill
+            supports: dict[str, Any] = (
+                {"supports": {"type": "array", "items": _index(n_claims, compact)}} if n_claims else {}
+            )
+            judged: dict[str, Any] = dict(supports)
             if cls._per_context > 1:
-                judged = {
-                    "relevant": {"type": "boolean"},
-                    "supports": claim_ids,
-                    "reason": {"type": "string"},
-                }
+                judged = {"relevant": {"type": "boolean"}, **supports, "reason": {"type": "string"}}
             schema["$defs"]["Context"] = {"type": "object", "properties": judged}
             cref = {"$ref": "#/$defs/Context"}
             schema["properties"]["contexts"] = {
