@@ -6,7 +6,9 @@ against the loopback fake LLM server with the real openai SDK and instructor, a 
 per combination and no cache carried over, so what the server counts is what a first run costs: LLM
 calls, prompt and completion tokens (estimated by the server as ceil(characters / 4), tool schema
 included) and wall time per sample. Issue 13's budget for all seven: at most 4 calls per sample with a
-reference, 2 without, and at most twice the prompt tokens of the three of today.
+reference, 2 without, and at most twice the prompt tokens of the three of today. The rows leave out the
+canaries (known-answer probes a run puts to its judge once, whatever its size: ``canaries=False``), so a
+row is the metrics' own cost per sample; what the canaries cost a run is measured apart (``canaries``).
 
 The samples are records of ../shared/data/faithfulness_dev.jsonl (a seeded sample keeping the sources'
 mix). The data has no reference answers; "with a reference" gives each sample the leading sentences of
@@ -88,14 +90,19 @@ def samples(rows: list[dict], with_reference: bool) -> list[dict]:
 
 
 def measure(
-    srv: Any, spec: str, names: tuple[str, ...], data: list[dict], concurrency: int
+    srv: Any,
+    spec: str,
+    names: tuple[str, ...],
+    data: list[dict],
+    concurrency: int,
+    canaries: bool = False,
 ) -> dict[str, Any]:
     from ragmetrics.metrics import metric_from_name
     from ragmetrics.pipeline import EvaluationPipeline
 
     srv.reset()
     metrics = [metric_from_name(n, llm=spec, cache=False) for n in names]
-    pipeline = EvaluationPipeline(metrics=metrics, concurrency=concurrency, progress=False)
+    pipeline = EvaluationPipeline(metrics=metrics, concurrency=concurrency, progress=False, canaries=canaries)
     started = time.perf_counter()
     results = pipeline.run(data)
     wall = time.perf_counter() - started
@@ -111,6 +118,7 @@ def measure(
         "wall_ms_per_sample": round(1000 * wall / n, 2),
         "pipeline_calls": results.stats.usage.calls,
         "statuses": dict(sorted(statuses.items())),
+        "canary_calls": sum(c.usage.calls for c in results.summary().canaries),
     }
 
 
@@ -156,6 +164,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             data = samples(rows, with_ref)
             for combo in wanted:
                 result[key][combo] = measure(srv, spec, COMBOS[combo], data, args.concurrency)
+        # The canaries are a cost per run and judge, not per sample: one run with them, counted apart.
+        with_canaries = measure(srv, spec, THREE, samples(rows, False), args.concurrency, canaries=True)
+        result["canaries"] = {
+            "calls_per_run": with_canaries["canary_calls"],
+            "run_calls_with_them": with_canaries["pipeline_calls"],
+            "run_calls_without_them": result["without_reference"]
+            .get("three RAG metrics", {})
+            .get("pipeline_calls"),
+        }
     before = json.loads(args.before.read_text(encoding="utf-8")) if args.before.is_file() else None
     if before is not None and before.get("records") == result["records"] and before.get("seed") == args.seed:
         result["before"] = {

@@ -125,3 +125,21 @@ def test_the_recall_series_follows_one_fixed_set_of_records():
         "2": pytest.approx(0.3333),
         "all": 0.0,
     }
+
+
+def test_a_cost_row_is_the_metrics_own_calls_and_the_canaries_are_counted_apart(monkeypatch, tmp_path):
+    from ragmetrics.testing import FakeLLMServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("RAGMETRICS_CACHE_DIR", str(tmp_path))
+    rows = [_row(i, "BEGIN", f"What is {i}?", [f"answer {i}. More text here."]) for i in range(3)]
+    data = rc.samples(rows, False)
+    with FakeLLMServer() as srv:
+        spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
+        row = rc.measure(srv, spec, ("relevancy",), data, 2)
+        with_them = rc.measure(srv, spec, ("relevancy",), data, 2, canaries=True)
+    # relevancy is one call a sample; the canaries (once a run) add theirs to the run, never to a row
+    assert row["calls_per_sample"] == 1.0 and row["canary_calls"] == 0 and row["pipeline_calls"] == 3
+    assert with_them["canary_calls"] >= 1
+    calls = with_them["pipeline_calls"]
+    assert calls == 3 + with_them["canary_calls"] == round(with_them["calls_per_sample"] * 3)
