@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -309,3 +310,27 @@ def test_a_damaged_cursor_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="not a ragmetrics trace cursor"):
         Cursor(cursor)
+
+
+def test_the_readme_python_block_samples_scores_exports_and_keeps_the_cursor_as_written(
+    tmp_path: Path, fake_llm_server: FakeLLMServer, dummy_keys: None, monkeypatch
+) -> None:
+    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Production traces: OpenTelemetry in, scores out", 1)[1]
+    section = section.split("### From production traces to scores", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    judge = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
+    ids = run_app(tmp_path / "traces.json", QUESTIONS * 40)  # 120 traces, of which --sample 0.1 keeps some
+    monkeypatch.chdir(tmp_path)
+    with OtlpReceiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", receiver.endpoint)
+        scope: dict = {}
+        exec(compile(block.replace("openai:gpt-4o-mini", judge), "README.md", "exec"), scope)
+    results = scope["results"]
+    scored = [r.sample.id for r in results]
+    assert 0 < len(scored) < len(ids) and set(scored) <= set(ids)
+    assert all(r.scores["faithfulness"] == 1.0 for r in results)
+    events = receiver.events
+    assert sorted(e["trace_id"] for e in events) == sorted(scored), "one linked event per result"
+    assert {e["attributes"]["gen_ai.evaluation.name"] for e in events} == {"faithfulness"}
+    assert sorted(json.loads((tmp_path / ".ragmetrics/cursor.json").read_text())["scored"]) == sorted(scored)
