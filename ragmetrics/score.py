@@ -31,6 +31,7 @@ Status = Literal[
     "timeout",
     "rate_limited",
     "provider_error",
+    "judge_untrusted",
 ]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
 """Every status a result may carry, ``ok`` first."""

@@ -38,6 +38,10 @@ whatever else runs concurrently. Not understood (and so possibly violated): ``pa
 levels or would need more than 10,000 values gets HTTP 400. ``FakeLLMServer(answer="placeholder")``
 fills the same schemas as a generic mock API server does, never reading the prompt: every string
 ``"string"``, numbers at their minimum (0), booleans true, the first enum value, one array item.
+``FakeLLMServer(answer="copycat")`` extracts claims as the offline judge does but answers every
+verification ``supported``, quoting a random real sentence of the cited context (so every span and quote
+is found), except the bundled canary, which it answers honestly: only canaries drawn from the run's own
+rows catch it.
 
 ``FakeLLMServer(dialect="llama-cpp")`` answers as llama-cpp-python's server 0.3.x does: HTTP 500
 (``internal_server_error``, ``Input should be 'text' or 'json_object'``) for ``response_format`` type
@@ -73,6 +77,7 @@ from typing import Literal
 
 from ragmetrics._fake.batch_wire import FakeBatchPlan, Outcome
 from ragmetrics._fake.batches import BatchStore, FakeBatch
+from ragmetrics._fake.copycat import copycat_answer
 from ragmetrics._fake.dialects import DIALECTS
 from ragmetrics._fake.records import Endpoint as Endpoint  # re-exported: the type of FakeRequest.endpoint
 from ragmetrics._fake.records import FakeReply, FakeRequest, FakeRule, Faults
@@ -124,7 +129,9 @@ class FakeLLMServer(Serving):
         answer: The default answerer: a function ``(task, variables) -> JSON object``,
             ``"offline"`` (the default: ``ragmetrics.judge.offline.judge.answer``), ``"schema"`` (ignore
             the prompt, reply with an arbitrary instance of the request's JSON schema) or
-            ``"placeholder"`` (the schema filled with fixed placeholders); see the module docstring.
+            ``"placeholder"`` (the schema filled with fixed placeholders) or ``"copycat"`` (claims
+            extracted honestly, every verification ``supported`` with a random real quote; the bundled
+            canary answered honestly); see the module docstring.
         dialect: ``"openai"`` (the default), or ``"llama-cpp"`` to answer as llama-cpp-python's
             server 0.3.x (HTTP 500 for ``response_format`` type ``json_schema``, tools ignored
             unless ``tool_choice`` names one, no ``/v1/messages``).
@@ -141,14 +148,14 @@ class FakeLLMServer(Serving):
         seed: int = 0,
         embedding_dim: int = 256,
         models: Sequence[str] = ("fake-model", "fake-embedding"),
-        answer: Answerer | Literal["offline", "schema", "placeholder"] | None = None,
+        answer: Answerer | Literal["offline", "schema", "placeholder", "copycat"] | None = None,
         dialect: Literal["openai", "llama-cpp"] = "openai",
     ) -> None:
         if embedding_dim < 1:
             raise ConfigError(f"embedding_dim must be >= 1, got {embedding_dim}")
-        if isinstance(answer, str) and answer not in ("offline", "schema", "placeholder"):
+        if isinstance(answer, str) and answer not in ("offline", "schema", "placeholder", "copycat"):
             raise ConfigError(
-                f"answer must be 'offline', 'schema', 'placeholder' or a function, got {answer!r}"
+                f"answer must be 'offline', 'schema', 'placeholder', 'copycat' or a function, got {answer!r}"
             )
         if dialect not in DIALECTS:
             raise ConfigError(f"dialect must be one of {', '.join(map(repr, DIALECTS))}, got {dialect!r}")
@@ -156,7 +163,13 @@ class FakeLLMServer(Serving):
         self._seed = seed
         self.embedding_dim = embedding_dim
         self._models = tuple(models)
-        self._answer: Answerer = offline_answer if answer is None or isinstance(answer, str) else answer
+        self._answer: Answerer = (
+            copycat_answer
+            if answer == "copycat"
+            else offline_answer
+            if answer is None or isinstance(answer, str)
+            else answer
+        )
         self._by_schema = answer == "schema"
         self._placeholder = answer == "placeholder"
         self._dialect = dialect

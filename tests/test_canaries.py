@@ -60,7 +60,12 @@ def test_a_reading_judge_passes_them_and_a_rerun_pays_nothing(judge, tmp_path):
         summary = json.loads(proc.stdout)
         (canary,) = summary["canaries"]
         assert canary["judge"] == spec and canary["passed"] is True
-        assert [p["got"] for p in canary["probes"]] == ["supported", "contradicted", "not_found"]
+        assert {p["kind"]: p["got"] for p in canary["probes"]} == {
+            "supported": "supported",
+            "contradicted": "contradicted",
+            "unrelated": "not_found",
+        }
+        assert canary["source"] == "drawn from the run's rows"  # not the bundled one a proxy may know
         calls = 0 if judge == "offline" else 2
         assert canary["usage"]["calls"] == calls <= CANARY_CALLS_MAX
         assert srv.calls.total() == (0 if judge == "offline" else 23 + 2)

@@ -1,19 +1,18 @@
 """Canaries: known-answer probes put to every LLM judge of a run before its scores are trusted.
 
-The bundled ``ragmetrics/data/canaries.json`` is one faithfulness sample whose answer has three
-sentences with known verdicts against its context: one plainly supported, one plainly contradicted
-(a date), one about something the context does not mention (unrelated). Each judge of the run scores
-it with :class:`~ragmetrics.metrics.claims.faithfulness.FaithfulnessMetric` through the run's own
-caching judge, so it costs one extraction and one verification request (at most 4 with the two
-verification re-asks), is cached like any call (a re-run pays 0) and is counted in the run's usage,
-never in the dataset's scores or records.
+The canary is one faithfulness sample whose answer has three sentences with known verdicts against its
+contexts: one plainly supported, one plainly contradicted (a number changed, or a ``not`` added), one
+about something the contexts do not mention (unrelated). It is drawn from the run's own rows
+(:mod:`ragmetrics.pipeline.canary_draw`), so no judge, cache or proxy can tell it from the rows; the
+bundled ``ragmetrics/data/canaries.json`` stands in when the rows offer nothing to draw. Each judge
+scores it with :class:`~ragmetrics.metrics.claims.faithfulness.FaithfulnessMetric` through the run's
+caching judge: one extraction and one verification request (at most 4 with the re-asks), cached like
+any call (a re-run pays 0) and counted in the run's usage, never in the dataset's scores or records.
 
-A judge *fails* the canaries when the supported sentence does not come back supported, the
-contradicted one contradicted, or the unrelated one comes back supported (a sentence whose claim
-the judge did not extract, or whose span is not in the answer, fails too). A judge that gives no
-reply at all (a timeout, a refused key, a server error: ``answered`` False) gets no verdict: the run's
-own gates report what happened, as without canaries. The offline judge runs them too, at no cost: it
-passes, and showing that costs nothing.
+A judge *fails* when the supported sentence does not come back supported, the contradicted one
+contradicted, or the unrelated one comes back supported (a sentence none of whose claims was extracted
+with its span in the answer fails too). A judge that gives no reply at all (a timeout, a refused key, a
+server error: ``answered`` False) gets no verdict. The offline judge runs them too, at no cost.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import json
 from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +29,9 @@ from ragmetrics._textnorm import normalize_for_match
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.sample import Sample
 from ragmetrics.score import Usage
+
+if TYPE_CHECKING:
+    from ragmetrics.pipeline.canary_draw import CanaryDraw
 
 __all__ = ["CANARY_CALLS_MAX", "CanaryProbe", "CanaryResult", "canary_message", "run_canaries"]
 
@@ -74,6 +76,8 @@ class CanaryResult(BaseModel):
     """Why the judge gave no usable reply, when it failed for good."""
     answered: bool = True
     """False: the judge gave no reply (timeout, refused key, server error), so no verdict either way."""
+    source: str = "bundled"
+    """Where the canary came from: ``drawn from the run's rows``, or ``bundled (<why>)``."""
 
     @property
     def failed(self) -> bool:
@@ -100,17 +104,20 @@ def canary_data() -> dict[str, Any]:
 
 
 def canary_sample() -> Sample:
-    """The canary sample: the answer is the probes' sentences, in order."""
-    data = canary_data()
-    answer = " ".join(p["sentence"] for p in data["probes"])
-    return Sample(id="ragmetrics-canary", question=data["question"], contexts=data["contexts"], answer=answer)
+    """The bundled canary sample: the answer is the probes' sentences, in order."""
+    from ragmetrics.pipeline.canary_draw import bundled_draw
+
+    return bundled_draw("asked for").sample
 
 
-async def run_canaries(judges: Sequence[CachingJudge]) -> list[CanaryResult]:
-    """Score the canary sample through each judge; one :class:`CanaryResult` per judge, in order."""
+async def run_canaries(judges: Sequence[CachingJudge], draw: CanaryDraw | None = None) -> list[CanaryResult]:
+    """Score the canary (``draw``; default the bundled one) through each judge; one result per judge."""
     from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
+    from ragmetrics.pipeline.canary_draw import bundled_draw
 
-    sample = canary_sample()
+    if draw is None:
+        draw = bundled_draw("no rows given")
+    sample = draw.sample
     out = []
     for judge in judges:
         metric = FaithfulnessMetric(llm="offline", cache=False)
@@ -124,14 +131,15 @@ async def run_canaries(judges: Sequence[CachingJudge]) -> list[CanaryResult]:
                 CanaryResult(
                     judge=judge.info.spec,
                     passed=False,
-                    probes=_probes([]),
+                    probes=_probes([], draw.probes),
                     usage=spent_by(exc),
                     message=str(exc)[:300],
                     answered=getattr(exc, "status", None) not in NO_REPLY,
+                    source=draw.source,
                 )
             )
             continue
-        probes = _probes(result.claims)
+        probes = _probes(result.claims, draw.probes)
         out.append(
             CanaryResult(
                 judge=judge.info.spec,
@@ -140,18 +148,18 @@ async def run_canaries(judges: Sequence[CachingJudge]) -> list[CanaryResult]:
                 usage=result.usage,
                 message=result.message if result.score is None else None,
                 answered=result.status not in NO_REPLY,
+                source=draw.source,
             )
         )
     return out
 
 
-def _probes(claims: Iterable[Any]) -> list[CanaryProbe]:
+def _probes(claims: Iterable[Any], expected: Iterable[tuple[str, str]]) -> list[CanaryProbe]:
     found = [(normalize_for_match(c.span or c.text), c.verdict) for c in claims if c.span_found is not False]
     probes = []
-    for raw in canary_data()["probes"]:
-        sentence = normalize_for_match(raw["sentence"])
+    for kind, text in expected:
+        sentence = normalize_for_match(text)
         verdicts = [v for span, v in found if span and (span in sentence or sentence in span)]
-        kind = raw["kind"]
         if not verdicts:
             got, passed = None, False
         elif kind == "unrelated":
@@ -160,7 +168,7 @@ def _probes(claims: Iterable[Any]) -> list[CanaryProbe]:
         else:
             got = kind if kind in verdicts else verdicts[0]
             passed = got == kind
-        probes.append(CanaryProbe(kind=kind, sentence=raw["sentence"], got=got, passed=passed))
+        probes.append(CanaryProbe(kind=kind, sentence=text, got=got, passed=passed))  # type: ignore[arg-type]
     return probes
 
 

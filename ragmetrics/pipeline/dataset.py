@@ -265,6 +265,11 @@ class Dataset:
             return len(self.data)
         return None
 
+    @property
+    def rereadable(self) -> bool:
+        """Whether the rows can be read again (False for a one-shot iterator, such as a generator)."""
+        return not (self.kind == "rows" and not isinstance(self.data, Sequence))
+
     def materialize(self) -> Dataset:
         """A dataset that can be read twice (a one-shot iterator is read into a list)."""
         if self.kind == "rows" and not isinstance(self.data, Sequence):

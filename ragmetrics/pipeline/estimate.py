@@ -35,6 +35,7 @@ from ragmetrics.metrics.claims.engine import ClaimPlan
 from ragmetrics.metrics.claims.metric import ClaimMetric
 from ragmetrics.pipeline._inputs import columns_dataset
 from ragmetrics.pipeline._metric_call import share_judges
+from ragmetrics.pipeline.canary_draw import DRAW_ROWS, draw_canary
 from ragmetrics.pipeline.dataset import Dataset, to_sample
 from ragmetrics.sample import Sample
 
@@ -329,6 +330,7 @@ def estimate(
     result = Estimate(repeats=repeats)
     per: dict[str, _Cost] = {}
     seen: dict[int, set[str]] = {}  # billed cache keys per judge group, across the whole dataset
+    first: list[Sample] = []  # the rows the run's canary is drawn from
     for row in ds.rows():
         try:
             sample = to_sample(row, require_contexts=needs_contexts)
@@ -336,6 +338,8 @@ def estimate(
             result.invalid_rows += 1
             continue
         result.samples += 1
+        if len(first) < DRAW_ROWS and row.index < 4 * DRAW_ROWS:
+            first.append(sample)
         for spec, cost in estimator.estimate(sample, seen).items():
             acc = per.setdefault(spec, _Cost())
             acc.calls += cost.calls
@@ -345,7 +349,7 @@ def estimate(
             acc.cost += cost.cost
             acc.batch_cost += cost.batch_cost
     if canaries and result.samples:  # a run puts them before its first valid row: none, no canaries
-        result.canary_calls = _canary_costs(estimator, per)
+        result.canary_calls = _canary_costs(estimator, per, draw_canary(first).sample)
     judges = {j.info.spec: j for j in estimator.judges()}
     for spec, acc in per.items():
         priced = _priced(judges[spec])
@@ -387,12 +391,10 @@ def estimate(
     return result
 
 
-def _canary_costs(estimator: SampleEstimator, per: dict[str, _Cost]) -> int:
+def _canary_costs(estimator: SampleEstimator, per: dict[str, _Cost], sample: Sample) -> int:
     """Add the canary sample's requests, once per judge, to ``per``; return their calls."""
     from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
-    from ragmetrics.pipeline.canaries import canary_sample
 
-    sample = canary_sample()
     calls = 0
     for group in estimator.groups:
         metric = FaithfulnessMetric(llm="offline", cache=False)

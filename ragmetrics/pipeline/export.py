@@ -132,12 +132,18 @@ def flat_row(
 
 
 def _reason(record: EvaluationResult, name: str) -> str | None:
-    """The metric's reasoning; for a metric without a score, why.
+    """The metric's reasoning; for a metric without a score, why (for an untrusted judge, both).
 
     That is its message, or the error record's: the metric's own, else the row's when the whole row
     was refused.
     """
     result = record.results.get(name)
+    if result is not None and result.status == "judge_untrusted":  # why first, then what the judge said
+        return (
+            f"{result.message} The judge's reasoning: {result.reasoning}"
+            if result.reasoning
+            else result.message
+        )
     if result is not None and (result.reasoning or result.score is not None):
         return result.reasoning
     if result is not None and result.message:

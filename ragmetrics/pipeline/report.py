@@ -261,6 +261,22 @@ class ReportBuilder:
                 acc[1] += 1
                 acc[2] = max(acc[2], (spread.max or 0.0) - (spread.min or 0.0))
 
+    def recounted(self, records: Iterable[EvaluationResult]) -> ReportBuilder:
+        """A builder with the same settings, canaries, usage and judge health, counting ``records`` anew.
+
+        For records changed after they were counted (an untrusted judge's scores set aside at the end).
+        """
+        fresh = ReportBuilder(
+            self.metrics,
+            thresholds=self.thresholds,
+            repeats=self.repeats,
+            judge_health_min=self.judge_health_min,
+        )
+        for record in records:
+            fresh.add(record)
+        fresh.usage, fresh.health, fresh.canaries = self.usage, self.health, self.canaries
+        return fresh
+
     def aggregates(self) -> dict[str, MetricAggregate]:
         """The per-metric aggregates so far."""
         import numpy as np

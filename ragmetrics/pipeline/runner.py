@@ -46,6 +46,7 @@ from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
 from ragmetrics.pipeline._metric_call import MetricCall, share_judges
 from ragmetrics.pipeline._results import EvaluationResults, PipelineEvent, PipelineRun
 from ragmetrics.pipeline._run_state import RunState
+from ragmetrics.pipeline.canary_draw import CanaryDraw, draw_canary, first_valid
 from ragmetrics.pipeline.dataset import Dataset, Row
 from ragmetrics.pipeline.estimate import SampleEstimator
 from ragmetrics.pipeline.estimate import estimate as estimate_run
@@ -53,6 +54,8 @@ from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.pipeline.report import EvaluationResult, ReportBuilder
 from ragmetrics.pipeline.run_loop import run_bounded
+from ragmetrics.pipeline.trust import mark_all, mark_untrusted, untrusted_judges
+from ragmetrics.sample import Sample
 
 __all__ = [
     "BudgetExceededError",
@@ -69,6 +72,14 @@ __all__ = [
 # defined in private modules, documented here
 for _public in (EvaluationResults, PipelineEvent, PipelineRun, BudgetExceededError):
     _public.__module__ = __name__
+
+
+def _canary_samples(ds: Dataset, first: Row, executor: SampleExecutor) -> list[Sample]:
+    """The rows a canary is drawn from: the dataset's first valid rows, or the first row of a one-shot one."""
+    if not ds.rereadable:
+        return first_valid([first], executor.sample)
+    with contextlib.closing(ds.rows()) as rows:
+        return first_valid(rows, executor.sample)
 
 
 def _by_name(name: str) -> Any:
@@ -287,7 +298,11 @@ class EvaluationPipeline:
             records.append(record)
         records.sort(key=lambda r: r.index)
         state = box[0]
-        return EvaluationResults(records, state.builder, state.stats())
+        builder = state.builder
+        why = untrusted_judges(builder.health.result(), builder.judge_health_min, builder.canaries)
+        if mark_all(records, why):  # the reading-rate gate is known only now: recount what changed
+            builder = state.builder = builder.recounted(records)
+        return EvaluationResults(records, builder, state.stats())
 
     def stream(
         self,
@@ -407,7 +422,8 @@ class EvaluationPipeline:
             except InvalidInputError:
                 return
             if probe is None:  # created in this worker's context: the probes count on the cap too
-                probe = asyncio.ensure_future(self._canaries(judges, builder, state))
+                draw = draw_canary(_canary_samples(ds, row, executor))
+                probe = asyncio.ensure_future(self._canaries(judges, builder, state, draw))
             await asyncio.shield(probe)
 
         async def one_row(row: Row) -> tuple[EvaluationResult, Any]:
@@ -430,6 +446,8 @@ class EvaluationPipeline:
                 run_bounded(ds.rows(), one_row, concurrency=self.concurrency)
             ) as finished_rows:
                 async for record, exc in finished_rows:
+                    # the canaries ran before any row's judge calls: a judge failing them is known now
+                    mark_untrusted(record, untrusted_judges({}, self.judge_health_min, builder.canaries))
                     builder.add(record)
                     ids.add(record.id)
                     state.done += 1
@@ -453,11 +471,13 @@ class EvaluationPipeline:
             await self._emit(PipelineEvent(kind="end", done=state.done, total=total, stats=state.stats()))
 
     @staticmethod
-    async def _canaries(judges: Sequence[CachingJudge], builder: ReportBuilder, state: RunState) -> None:
+    async def _canaries(
+        judges: Sequence[CachingJudge], builder: ReportBuilder, state: RunState, draw: CanaryDraw
+    ) -> None:
         """The known-answer probes: results and usage to the summary and the budget's spend, not a record."""
         from ragmetrics.pipeline.canaries import run_canaries
 
-        builder.canaries = await run_canaries(judges)
+        builder.canaries = await run_canaries(judges, draw)
         for result in builder.canaries:
             builder.usage = builder.usage + result.usage
         state.spent += sum(c.usage.cost_usd for c in builder.canaries)
