@@ -28,11 +28,12 @@ from ragmetrics.errors import BatchPendingError, ConfigError, MissingDependencyE
 
 __all__ = ["add_generate_command", "cmd_generate"]
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PENDING = 0, 1, 2, 3
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PENDING, EXIT_JUDGE = 0, 1, 2, 3, 5
 _EPILOG = (
     "exit codes: 0 the test set has --size items, 1 fewer items could be verified (see the rejects file), "
     "2 usage error (missing document, bad --mix, unknown judge, missing API key, unwritable output), "
-    "3 provider batches still running after --max-wait (run again with --batch --resume)"
+    "3 provider batches still running after --max-wait (run again with --batch --resume), "
+    "5 the verifier failed its canary or its quotes are not in the chunks (--no-judge-gate: no check)"
 )
 
 
@@ -104,6 +105,11 @@ def add_generate_command(commands: Any) -> None:
     parser.add_argument(
         "--estimate", action="store_true", help="print the predicted calls and cost; call nothing"
     )
+    parser.add_argument(
+        "--no-judge-gate",
+        action="store_true",
+        help="no canary for the verifier and no check of its quotes (exit 5 when it fails them)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no report")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_batch_flags(parser)
@@ -173,6 +179,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             resume=not args.fresh,
             progress=False if args.quiet else None,
             batch=batch if batch is not None else False,
+            judge_gate=not args.no_judge_gate,
         )
     except (ConfigError, MissingDependencyError) as exc:
         return _usage(str(exc))
@@ -187,4 +194,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
     elif not args.quiet:
         print(printable(str(report), multiline=True))
+    for line in report.judge_gate:  # the verifier is not trusted: first among the failures
+        print(f"ragmetrics generate: {printable(line)}", file=sys.stderr)
+    if report.judge_gate:
+        return EXIT_JUDGE
     return EXIT_OK if report.written >= report.requested else EXIT_FAIL

@@ -29,15 +29,17 @@ from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.offline.stopwords import content_tokens
 from ragmetrics.judge.offline.text import tokenize
 from ragmetrics.pipeline.batch import batch_options
+from ragmetrics.pipeline.judge_health import JudgeHealth
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.score import Usage
 from ragmetrics.testset.batch import BatchWaves
 from ragmetrics.testset.budget import estimate_slots, priced
 from ragmetrics.testset.documents import Chunk, chunk_documents, load_documents
+from ragmetrics.testset.gate import gate_messages, testset_canary
 from ragmetrics.testset.records import Reject, TestsetItem
 from ragmetrics.testset.report import TestsetReport, build_report, requested_counts
 from ragmetrics.testset.slots import Slot, chunk_terms, normalise_mix, plan_slots
-from ragmetrics.testset.verify import Attempt, run_slot
+from ragmetrics.testset.verify import CONTEXT_BUDGET_TOKENS, Attempt, run_slot
 
 __all__ = ["DUPLICATE_RATIO", "Testset", "generate", "generate_sync", "prepare"]
 
@@ -170,6 +172,7 @@ async def generate(
     resume: bool = True,
     progress: bool | None = False,
     batch: Any = False,
+    judge_gate: bool = True,
 ) -> Testset:
     """Generate ``size`` verified question/reference items from ``documents``.
 
@@ -207,6 +210,10 @@ async def generate(
             then verification (and claim extraction between them for references whose own claims do
             not check out). The items are those of a real-time run with
             ``concurrency >= size``.
+        judge_gate: Put a canary drawn from the documents to the verifier first, and check its quotes
+            as the run goes (:mod:`ragmetrics.testset.gate`): a verifier that fails the canary writes
+            no item, and either failure is in ``report.judge_gate`` (the CLI exits 5). False: no canary,
+            no check.
 
     Raises:
         ConfigError: Bad arguments, unreadable documents, a budget with an unpriced model, batch
@@ -241,6 +248,7 @@ async def generate(
             resume=resume,
             progress=progress,
             waves=waves,
+            judge_gate=judge_gate,
         )
     finally:
         if waves is not None:
@@ -266,6 +274,7 @@ async def _run(
     resume: bool,
     progress: bool | None,
     waves: BatchWaves | None = None,
+    judge_gate: bool = True,
 ) -> Testset:
     extractive = generator == "extractive" or (generator == "auto" and judge.info.heuristic)
     name = "extractive" if extractive else judge.info.spec
@@ -299,6 +308,18 @@ async def _run(
     pending = [s for s in slots if s.index not in done]
     bar.update(len(items), failed=len(dropped))
     quota = requested_counts(size, normalise_mix(mix))
+    canary = None
+    if judge_gate and len(items) < size and pending:  # before anything is paid for: is the verifier reading?
+        canary = await testset_canary(judge, judge.info.spec, chunks, CONTEXT_BUDGET_TOKENS)
+        usage = usage + canary.usage
+        if canary.failed:
+            notes.append(
+                f"no candidate was tried: the verifier {judge.info.spec} failed its canary (a sentence "
+                "of the documents, one with a number or 'not' changed, another document's sentence), so "
+                "no reference it verified could be trusted"
+            )
+            pending = []
+    quotes = [0, 0]  # the verifier's quotes, and those found in the chunk they cite
     try:
         while len(items) < size and pending:
             want = size - len(items) if waves is not None else min(size - len(items), concurrency)
@@ -330,6 +351,8 @@ async def _run(
             lost: list[Reject] = []
             for att in attempts:  # in slot order, so a rerun keeps the same items
                 usage = usage + att.usage
+                quotes[0] += att.quotes
+                quotes[1] += att.quotes_found
                 if att.item is not None and len(items) + len(kept) < size:
                     twin = _duplicate_of(att.item.question, [*items, *kept])
                     if twin is None:
@@ -364,6 +387,11 @@ async def _run(
             f"all {len(slots)} candidate slots were used; {size - len(items)} item(s) short "
             "(raise max_candidates, add documents or lower size)"
         )
+    health = (
+        JudgeHealth(judge=judge.info.spec, quotes=quotes[0], quotes_found=quotes[1])
+        if judge_gate and quotes[0]
+        else None
+    )
     report = build_report(
         items,
         dropped,
@@ -375,6 +403,9 @@ async def _run(
         judge=judge.info.spec,
         resumed=resumed,
         notes=notes,
+        canary=canary,
+        judge_health=health,
+        judge_gate=gate_messages(canary, health),
     )
     return Testset(items=items, rejects=dropped, report=report, chunks=chunks)
 

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragmetrics.pipeline.canaries import CanaryResult
+from ragmetrics.pipeline.judge_health import JudgeHealth
 from ragmetrics.score import Usage
 from ragmetrics.testset.documents import Chunk
 from ragmetrics.testset.records import Reject, TestsetItem
@@ -52,6 +54,12 @@ class TestsetReport(BaseModel):
     calls_per_item: float | None = None
     """Calls sent by this run per item it wrote (None when it wrote none)."""
     notes: list[str] = Field(default_factory=list)
+    canary: CanaryResult | None = None
+    """The verifier on a canary drawn from the documents (None: the gate was off)."""
+    judge_health: JudgeHealth | None = None
+    """The verifier's quotes found in the chunks they cite, over the run's verifications."""
+    judge_gate: list[str] = Field(default_factory=list)
+    """Why the verifier is not trusted, a line each (empty: the gate passed or was off); the CLI exits 5."""
 
     def __str__(self) -> str:
         def table(counts: Mapping[str, int]) -> str:
@@ -73,6 +81,11 @@ class TestsetReport(BaseModel):
             top = sorted(self.documents.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
             lines.append(f"per document: {table(dict(top))}" + (" ..." if len(self.documents) > 10 else ""))
         lines += [f"note: {n}" for n in self.notes]
+        if self.canary is not None:
+            lines.append(f"canary, {self.canary.judge}: {self.canary.describe()} ({self.canary.source})")
+        if self.judge_health is not None:
+            lines.append(f"judge health, {self.judge_health.judge}: {self.judge_health.describe()}")
+        lines += [f"JUDGE GATE FAILED: {line}" for line in self.judge_gate]
         return "\n".join(lines)
 
 
@@ -97,11 +110,14 @@ def build_report(
     judge: str,
     resumed: int = 0,
     notes: Sequence[str] = (),
+    canary: CanaryResult | None = None,
+    judge_health: JudgeHealth | None = None,
+    judge_gate: Sequence[str] = (),
 ) -> TestsetReport:
-    """Count what a run wrote and dropped."""
+    """Count what a run wrote and dropped (the canary's calls are in ``usage``, not in calls per item)."""
     docs = Counter(d for i in items for d in i.source)
     used_chunks = {c for i in items for c in i.reference_context_ids}
-    sent = usage.calls
+    sent = usage.calls - (canary.usage.calls if canary is not None else 0)
     new = len(items) - resumed
     return TestsetReport(
         requested=size,
@@ -122,4 +138,7 @@ def build_report(
         usage=usage,
         calls_per_item=(sent / new) if new > 0 else None,
         notes=list(notes),
+        canary=canary,
+        judge_health=judge_health,
+        judge_gate=list(judge_gate),
     )

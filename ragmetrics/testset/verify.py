@@ -56,6 +56,10 @@ class Attempt:
     item: TestsetItem | None = None
     reject: Reject | None = None
     usage: Usage = field(default_factory=Usage)
+    quotes: int = 0
+    """Supported and contradicted verdicts of the verification (each quotes the chunk it cites)."""
+    quotes_found: int = 0
+    """Of them, verdicts whose quote was found in that chunk (the verifier's reading, for the gate)."""
 
 
 def generate_request(slot: Slot) -> JudgeRequest[GeneratedItem]:
@@ -227,6 +231,9 @@ async def _check(judge: Judge, slot: Slot, value: GeneratedItem, att: Attempt, g
     outcome = await run_claims(judge, claim_plan, claims=own_claims(value, reference))
     att.usage = att.usage + outcome.usage
     records = outcome.records()
+    quoting = [r for r in records if r.verdict in ("supported", "contradicted") or r.judge_verdict]
+    att.quotes += len(quoting)
+    att.quotes_found += sum(bool(r.evidence_verified) for r in quoting)
     if not records:
         att.reject = _reject(slot, "no_claims", "the claim extraction found no claim in the reference", value)
         return
