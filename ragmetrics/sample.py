@@ -107,6 +107,16 @@ class Sample(BaseModel):
         return check_sample_text(sample, row)
 
 
+def _string_contexts_detail(text: str) -> str:
+    if text.lstrip().startswith("["):  # a list column read back from a CSV (pandas.read_csv) as its text
+        return (
+            "this text looks like a list saved as text (a CSV read back with pandas.read_csv?): parse it "
+            "first (json.loads for a JSON list, ast.literal_eval for the Python lists DataFrame.to_csv "
+            "writes), or pass the CSV file's path, which reads both forms"
+        )
+    return "wrap a single passage in a list: contexts=[text]"
+
+
 def _check_contexts(contexts: object, row: int | str | None) -> tuple[str, ...]:
     if contexts is None:
         return ()
@@ -116,7 +126,7 @@ def _check_contexts(contexts: object, row: int | str | None) -> tuple[str, ...]:
         Sequence,
         "a list of strings",
         row=row,
-        detail="wrap a single passage in a list: contexts=[text]" if isinstance(contexts, str) else None,
+        detail=_string_contexts_detail(contexts) if isinstance(contexts, str) else None,
     )
     return tuple(
         check_field(item, f"contexts[{i}]", str, "a string", row=row) for i, item in enumerate(passages)

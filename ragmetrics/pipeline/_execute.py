@@ -20,7 +20,7 @@ from ragmetrics.failure import ErrorRecord, SampleTimeoutError, failure_from
 from ragmetrics.judge.metering import unclaimed
 from ragmetrics.pipeline._busy_time import BusyTime, timed
 from ragmetrics.pipeline._metric_call import MetricCall
-from ragmetrics.pipeline._row import reference_problem
+from ragmetrics.pipeline._row import contexts_problem, reference_problem
 from ragmetrics.pipeline.dataset import Row, provenance, to_sample
 from ragmetrics.pipeline.report import EvaluationResult, ScoreSpread
 from ragmetrics.sample import Sample
@@ -80,16 +80,18 @@ class SampleExecutor:
                 errors = [failure_from(exc, row=row.index)]
                 return self.failed_record(row, None, errors, (time.perf_counter() - started) * 1000.0), exc
         jobs = [(call, r) for call in self.calls for r in range(self.repeats)]
-        # A reference that is no string (nor a list of strings) fails only the metrics that need one.
-        problem = reference_problem(row)
-        refused = [call.needs.reference and problem is not None for call, _ in jobs]
-        runnable = [job for job, no in zip(jobs, refused, strict=True) if not no]
+        # A reference that is no string (nor a list of strings), or contexts recorded without their text,
+        # fail only the metrics that need them.
+        reference, contexts = reference_problem(row), contexts_problem(row)
+        refused = [
+            (reference if call.needs.reference else None) or (contexts if call.needs.contexts else None)
+            for call, _ in jobs
+        ]
+        runnable = [job for job, no in zip(jobs, refused, strict=True) if no is None]
         busy = BusyTime()
         with unclaimed() as cut_off:  # what calls cancelled by the sample's timeout had spent
             ran = iter(await self._run_jobs(sample, runnable, busy) if runnable else [])
-        outcomes: list[MetricResult | BaseException] = [
-            problem if no and problem is not None else next(ran) for no in refused
-        ]
+        outcomes: list[MetricResult | BaseException] = [no if no is not None else next(ran) for no in refused]
         # The row's latency is the time its metrics ran or awaited something of their own, not the time
         # they waited for the event loop behind other rows (which made every row show the batch time).
         return self._build(row, sample, jobs, outcomes, busy.total_ms(), cut_off.usage)

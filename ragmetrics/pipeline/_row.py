@@ -17,7 +17,7 @@ from ragmetrics._check import MAX_NESTING, check_nesting, nesting_depth
 from ragmetrics.errors import InvalidInputError
 from ragmetrics.sample import Sample, check_sample_text
 
-__all__ = ["Row", "plain_value", "provenance", "reference_problem", "to_sample"]
+__all__ = ["Row", "contexts_problem", "plain_value", "provenance", "reference_problem", "to_sample"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,11 +29,15 @@ class Row:
     values: Mapping[str, Any] | Sample | None
     """The row's values by sample field (missing keys absent), a ready Sample, or None if unreadable."""
     problem: str | None = None
-    """Why the row could not be read at all (a JSONL line that is not JSON, an undecodable byte)."""
+    """Why the row could not be read at all (a JSONL line that is not JSON, an undecodable byte); the
+    values then hold at most the row's ``id`` (a trace's), for its record."""
     columns: Mapping[str, str] | None = None
     """The column each field was read from (for messages)."""
     source: Mapping[Any, Any] | None = None
     """The row as it came in, by its own column names (kept on the record for the exports)."""
+    field_problems: Mapping[str, str] | None = None
+    """Why a field is unusable though the row was read (``contexts``: a trace's documents recorded without
+    their text): the metrics that need it get ``invalid_input`` with this message, the others score."""
 
 
 _TOO_DEEP = f"(dropped: nested more than {MAX_NESTING} levels deep)"
@@ -71,7 +75,7 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
             (and the column it was read from).
     """
     values = row.values
-    if values is None:
+    if values is None or row.problem is not None:
         exc = InvalidInputError("(row)", "a dict of sample fields or a Sample", row=row.index)
         if row.problem is not None:  # escaped as InvalidInputError escapes (a path may hold surrogates)
             message = f"row {row.index}: {row.problem}"
@@ -152,6 +156,17 @@ def reference_problem(row: Row) -> InvalidInputError | None:
     if not isinstance(row.values, Mapping) or row.values.get("reference") is None:
         return None
     return _reference(row.values, row.index, row.columns or {})[1]
+
+
+def contexts_problem(row: Row) -> InvalidInputError | None:
+    """Why the row's contexts cannot be checked against (``field_problems``), or None."""
+    problem = (row.field_problems or {}).get("contexts")
+    if problem is None:
+        return None
+    exc = InvalidInputError("contexts", "the text of every retrieved document", row=row.index)
+    message = f"row {row.index}: {problem} (only the metrics that need the contexts fail on this row)"
+    exc.args = (message.encode("utf-8", "backslashreplace").decode("utf-8"),)
+    return exc
 
 
 def _meta(value: Any, column: str) -> Any:

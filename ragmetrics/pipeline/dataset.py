@@ -15,7 +15,8 @@ spoils only its own row.
 Errors: a tabular source (DataFrame, HF dataset, CSV) that lacks a needed column fails at once with a
 ``ConfigError`` naming the column and listing the ones there are. A bad row (a missing key, ``None``,
 a wrong type, a line that is not JSON or not decodable, a CSV record that does not parse cleanly or
-has the wrong number of cells) is not an exception here: :func:`to_sample` raises
+has the wrong number of cells, a CSV contexts cell that starts with ``[`` but is no list, see
+:mod:`._csv_contexts`) is not an exception here: :func:`to_sample` raises
 ``InvalidInputError`` naming the row and the field (and the byte offset of an undecodable byte), and
 the pipeline turns it into that row's error record without stopping the run.
 """
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
+from ragmetrics.pipeline._csv_contexts import csv_contexts
 from ragmetrics.pipeline._file_rows import (
     Line,
     TextEncoding,
@@ -384,7 +386,12 @@ class Dataset:
             values: dict[str, Any] = dict(zip(header.fields, record.fields, strict=True))
             column = self.columns.get("contexts")
             if column is not None and column in values:
-                values[column] = _csv_contexts(values[column])
+                try:
+                    values[column] = csv_contexts(values[column])
+                except ValueError as exc:
+                    where = f"line {record.line} of {self.data}, column '{column}'"
+                    yield Row(i, None, f"{where}: {exc}", source=values)
+                    continue
             column = self.columns.get("meta")
             if column is not None and isinstance(values.get(column), str) and values[column]:
                 try:
@@ -392,19 +399,3 @@ class Dataset:
                 except (ValueError, RecursionError):  # kept as text
                     pass
             yield self._mapped(i, values)
-
-
-def _csv_contexts(cell: str | None) -> Any:
-    """A CSV contexts cell: a JSON list of strings, or else one passage ('' is no passage)."""
-    if cell is None:
-        return None
-    text = cell.strip()
-    if not text:
-        return []
-    if text.startswith("["):
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
-            return [cell]
-        return value
-    return [cell]

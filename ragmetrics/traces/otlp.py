@@ -1,248 +1,198 @@
-"""Read OpenTelemetry traces from OTLP JSON files and turn each trace into a sample to score.
+"""Read OpenTelemetry traces from OTLP JSON files: spans, checked line by line, for the traces to score.
 
 The file is what the OpenTelemetry Collector's ``file`` exporter writes: one ``ExportTraceServiceRequest``
 as JSON per line (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``); one pretty-printed
-document (a file whose first line is ``{``) is read too. Spans are grouped by ``traceId``; a trace becomes
-one sample:
+document (a file whose first line is ``{``) is read too. How spans become samples (which attributes are
+the question, answer and contexts) is :mod:`ragmetrics.traces.samples`.
 
-* **id**: the trace id (hex); ``meta`` keeps ``trace_id``, the root ``span_id``, the root span's
-  ``name`` and ``start_time`` (ISO 8601, UTC), the spans the question, answer and contexts came from,
-  and the last LLM span's ``gen_ai.response.id`` as ``response_id`` (when it has one).
-* **question**: the root span's ``input.value`` (OpenInference); when that is JSON, its ``question``,
-  ``query``, ``input`` or ``text`` key. Else the last ``user`` message of the first LLM span
-  (``llm.input_messages.N.message.role`` / ``.content``; GenAI: ``gen_ai.input.messages``, a JSON list
-  of ``{"role", "parts": [{"type": "text", "content"}]}``, or the older ``gen_ai.prompt.N.role`` /
-  ``.content``).
-* **answer**: the root span's ``output.value`` (JSON: ``answer``, ``output``, ``result``, ``content`` or
-  ``text``, or a LangChain message's ``data.content``); else the last LLM span's first output message
-  (``llm.output_messages.0.message.content``; GenAI: ``gen_ai.output.messages`` or
-  ``gen_ai.completion.0.content``).
-* GenAI messages recorded as span events instead of attributes are read too:
-  ``gen_ai.client.inference.operation.details`` (its ``gen_ai.input.messages`` /
-  ``gen_ai.output.messages``), the per-message events ``gen_ai.system.message``, ``gen_ai.user.message``,
-  ``gen_ai.assistant.message``, ``gen_ai.tool.message`` (``content``) and ``gen_ai.choice``
-  (``message.content``), and the older ``gen_ai.content.prompt`` / ``gen_ai.content.completion``
-  (``gen_ai.prompt`` / ``gen_ai.completion``); a span's own attributes win over its events.
-* **contexts**: every retriever span (``openinference.span.kind = RETRIEVER``, or GenAI
-  ``gen_ai.operation.name = retrieval``) in start-time order, and within each its documents in index
-  order (``retrieval.documents.N.document.content``; GenAI: ``gen_ai.retrieval.documents``, a JSON list
-  of strings or of ``{"content"}``).
-
-A trace with no retriever span is an ``invalid_input`` row saying so (an empty context list would
-score its answer as unsupported, which nobody measured). A trace with no answer, a line that is not
-JSON or not UTF-8, and a value over :data:`MAX_VALUE_CHARS` make that trace an ``invalid_input``
-row that says why;
-nothing stops the rest. Spans are read one line at a time and only the attributes above are kept, so
-100,000 spans cost their text, not their JSON.
+Each line is checked against the format before any of its spans is kept: every level the type OTLP
+says (``resourceSpans``, ``scopeSpans``, ``spans``, ``attributes`` and ``events`` lists of objects),
+every span with a string ``traceId`` and ``spanId``, attributes with a string ``key``, and times
+(``startTimeUnixNano``, ``endTimeUnixNano``) whole numbers of nanoseconds from 0 to 2^64 - 1. A line
+that is not UTF-8, not JSON or not OTLP in that sense is skipped whole, and the message says where and
+what: every trace with spans on that line gets it as its ``invalid_input`` status (incomplete, so
+not scored), or the line is one ``invalid_input`` row when no trace id can be read from it. Nothing
+stops the rest of the file. Spans are read one line at a time and only the attributes a sample is
+built from (and short scalars, for ``--where``) are kept, so 100,000 spans cost their text, not their JSON.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ragmetrics.errors import ConfigError
+from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.pipeline.dataset import Row
+from ragmetrics.traces.samples import MAX_SPANS, MAX_VALUE_CHARS, rows_from_spans, trace_sample
+from ragmetrics.traces.spans import (
+    SpanProblem,
+    TraceSpan,
+    _attributes,
+    _hex_id,
+    event_messages,
+    keep_attribute,
+)
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "MAX_SPANS",
     "MAX_VALUE_CHARS",
+    "SpanProblem",
     "TraceSpan",
     "event_messages",
     "keep_attribute",
     "read_otlp_json",
     "rows_from_spans",
     "trace_rows",
+    "trace_sample",
 ]
 
-MAX_VALUE_CHARS = 1_000_000
-"""A question, answer or document longer than this makes its trace invalid_input (never truncated)."""
-MAX_SPANS = 2_000_000
-"""Spans read from one file at most; more is a ConfigError (split the file)."""
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """One OTLP JSON line longer than this is skipped and reported."""
-
-_QUESTION_KEYS = ("question", "query", "input", "text")
-_ANSWER_KEYS = ("answer", "output", "result", "content", "text")
-_KEPT = ("input.value", "output.value", "openinference.span.kind", "gen_ai.operation.name")
-_KEPT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "retrieval.documents.", "gen_ai.")
+_MAX_NANOS = 2**64 - 1
+"""OTLP times are fixed64: nanoseconds since the epoch, unsigned."""
 
 
-@dataclass(slots=True, kw_only=True)
-class TraceSpan:
-    """The parts of one span that a sample is built from."""
-
-    trace_id: str
-    span_id: str
-    parent_id: str
-    name: str
-    start_ns: int
-    attributes: dict[str, Any] = field(default_factory=dict)
+class _Malformed(ValueError):
+    """A part of an OTLP document that does not have the type the format gives it."""
 
 
-def _value(raw: Any, depth: int = 0) -> Any:
-    """An OTLP ``AnyValue`` as plain Python."""
-    if not isinstance(raw, Mapping) or depth > 8:
-        return None
-    if "stringValue" in raw:
-        return raw["stringValue"] if isinstance(raw["stringValue"], str) else None
-    if "intValue" in raw:
-        try:
-            return int(raw["intValue"])
-        except (TypeError, ValueError):
-            return None
-    if "doubleValue" in raw:
-        return raw["doubleValue"] if isinstance(raw["doubleValue"], (int, float)) else None
-    if "boolValue" in raw:
-        return raw["boolValue"] if isinstance(raw["boolValue"], bool) else None
-    if "arrayValue" in raw:
-        values = raw["arrayValue"].get("values", []) if isinstance(raw["arrayValue"], Mapping) else []
-        return [_value(v, depth + 1) for v in values] if isinstance(values, list) else None
-    if "kvlistValue" in raw:  # a structured value (GenAI messages on an event)
-        pairs = raw["kvlistValue"].get("values", []) if isinstance(raw["kvlistValue"], Mapping) else []
-        return {
-            p["key"]: _value(p.get("value"), depth + 1)
-            for p in (pairs if isinstance(pairs, list) else [])
-            if isinstance(p, Mapping) and isinstance(p.get("key"), str)
-        }
-    return None
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({value})"
+    if isinstance(value, (int, float)):
+        return f"a number ({shorten(value, 40)})"
+    if isinstance(value, str):
+        return f"a string ({shorten(value, 40)!r})"
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, Mapping) else "?"
 
 
-def _hex_id(value: Any) -> str:
-    """A trace or span id as lowercase hex: OTLP JSON writes hex; protobuf's JSON mapping writes base64."""
-    if not isinstance(value, str) or not value:
+def _object(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _Malformed(f"{path} is {_kind(value)}, not an object")
+    return value
+
+
+def _items(parent: Mapping[str, Any], key: str, path: str) -> list[Any]:
+    """``parent[key]`` as a list of objects ([] when absent or null)."""
+    value = parent.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Malformed(f"{path}{key} is {_kind(value)}, not a list")
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            _object(item, f"{path}{key}[{i}]")
+    return value
+
+
+def _id(span: Mapping[str, Any], key: str, path: str, *, required: bool = True) -> str:
+    value = span.get(key)
+    if value is None or value == "":
+        if required:
+            raise _Malformed(f"{path}.{key} is missing")
         return ""
-    text = value.strip()
-    if len(text) in (16, 32) and all(c in "0123456789abcdefABCDEF" for c in text):
-        return text.lower()
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return text[:64]
-    return raw.hex() if len(raw) in (8, 16) else text[:64]
+    if not isinstance(value, str):
+        raise _Malformed(f"{path}.{key} is {_kind(value)}, not a hex string")
+    return _hex_id(value)
 
 
-def _kept(key: str) -> bool:
-    return key in _KEPT or key.startswith(_KEPT_PREFIXES)
+def _nanos(span: Mapping[str, Any], key: str, path: str) -> int:
+    """A time in unix nanoseconds: a decimal string (OTLP JSON) or a whole number; 0 when absent."""
+    value = span.get(key)
+    if value is None:
+        return 0
+    number: int | None = None
+    if isinstance(value, str) and value.isascii() and value.strip().isdigit() and len(value) <= 40:
+        number = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():  # finite: inf and NaN are not integers
+        number = int(value)
+    if number is None or not 0 <= number <= _MAX_NANOS:
+        raise _Malformed(f"{path}.{key} is {_kind(value)}, not a whole number of nanoseconds (0 to 2^64-1)")
+    return number
 
 
-def keep_attribute(key: str, value: Any) -> bool:
-    """Whether a span attribute is kept: one a sample is built from, or a short scalar (for ``--where``)."""
-    short = isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) <= 256)
-    return _kept(key) or (short and len(key) <= 128)
+def _attribute_items(parent: Mapping[str, Any], path: str) -> list[Any]:
+    items = _items(parent, "attributes", f"{path}.")
+    for i, item in enumerate(items):
+        if not isinstance(item.get("key"), str):
+            raise _Malformed(f"{path}.attributes[{i}].key is {_kind(item.get('key'))}, not a string")
+        if item.get("value") is not None and not isinstance(item["value"], Mapping):
+            raise _Malformed(f"{path}.attributes[{i}].value is {_kind(item['value'])}, not an object")
+    return items
 
 
-def _attributes(items: Any) -> dict[str, Any]:
-    """The attributes a sample is built from, and every short scalar one (for ``--where``)."""
-    found: dict[str, Any] = {}
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
-            continue
-        key = item["key"]
-        value = _value(item.get("value"))
-        if keep_attribute(key, value):
-            found[key] = value
-    return found
+def _span(span: Mapping[str, Any], shared: Mapping[str, Any], origin: str) -> TraceSpan:
+    """One span.
 
-
-_PROMPT_EVENTS = {
-    "gen_ai.content.prompt": ("gen_ai.prompt", "gen_ai.input.messages"),
-    "gen_ai.content.completion": ("gen_ai.completion", "gen_ai.output.messages"),
-}
-"""GenAI span events before semantic conventions 1.28: the messages as a JSON attribute of the event."""
-_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
-"""The GenAI event (1.37 and later) that carries ``gen_ai.input.messages`` / ``gen_ai.output.messages``."""
-_ROLE_EVENTS = {
-    "gen_ai.system.message": "system",
-    "gen_ai.user.message": "user",
-    "gen_ai.assistant.message": "assistant",
-    "gen_ai.tool.message": "tool",
-}
-"""GenAI message events (1.28 to 1.36), one per message, its text in ``content``; ``gen_ai.choice`` is
-the output's (its text in ``message.content``, ``message`` or ``content``)."""
-
-
-def _choice_text(attributes: Mapping[str, Any]) -> Any:
-    message = attributes.get("message")
-    if isinstance(message, Mapping):
-        return message.get("content")
-    return attributes.get("message.content", attributes.get("content"))
-
-
-def event_messages(events: Any) -> dict[str, Any]:
-    """The messages a span's GenAI events record, as the ``gen_ai.*.messages`` attributes they stand for.
-
-    ``events``: the span's events, each ``{"name", "attributes"}`` with OTLP JSON attributes (a list of
-    ``{"key", "value"}``) or plain ones (a mapping, as Phoenix returns them).
+    Raises:
+        _Malformed: The message starts at the span (``.traceId is missing``); the caller names the span
+            (formatting its path for every span cost a tenth of the read).
     """
-    found: dict[str, Any] = {}
-    inputs: list[dict[str, str]] = []
-    outputs: list[dict[str, str]] = []
-    for event in events if isinstance(events, list) else []:
-        if not isinstance(event, Mapping):
-            continue
-        name = event.get("name")
-        items = event.get("attributes")
-        if isinstance(items, Mapping):
-            attributes = {k: v for k, v in items.items() if isinstance(k, str)}
+    name = span.get("name")
+    if name is not None and not isinstance(name, str):
+        raise _Malformed(f".name is {_kind(name)}, not a string")
+    attributes = {**shared, **_attributes(_attribute_items(span, ""))}
+    for key, value in event_messages(_items(span, "events", ".")).items():
+        attributes.setdefault(key, value)  # the span's own attributes win
+    _nanos(span, "endTimeUnixNano", "")
+    return TraceSpan(
+        trace_id=_id(span, "traceId", ""),
+        span_id=_id(span, "spanId", ""),
+        parent_id=_id(span, "parentSpanId", "", required=False),
+        name=(name or "")[:200],
+        start_ns=_nanos(span, "startTimeUnixNano", ""),
+        attributes=attributes,
+        origin=origin,
+    )
+
+
+def _spans(document: Any, origin: str) -> list[TraceSpan]:
+    """Every span of one OTLP JSON document.
+
+    Raises:
+        _Malformed: A part of it does not have the type the format gives it (the message says where).
+    """
+    root = _object(document, "the document")
+    spans: list[TraceSpan] = []
+    for r, resource in enumerate(_items(root, "resourceSpans", "")):
+        path = f"resourceSpans[{r}]"
+        about = resource.get("resource")
+        if about is None:
+            shared: dict[str, Any] = {}
         else:
-            attributes = {
-                i["key"]: _value(i.get("value"))
-                for i in (items if isinstance(items, list) else [])
-                if isinstance(i, Mapping) and isinstance(i.get("key"), str)
-            }
-        if name in _PROMPT_EVENTS:
-            source, target = _PROMPT_EVENTS[name]
-            if isinstance(attributes.get(source), str):
-                found.setdefault(target, attributes[source])
-        elif name == _DETAILS_EVENT:
-            for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
-                if isinstance(attributes.get(key), (str, list)):
-                    found.setdefault(key, attributes[key])
-        elif name in _ROLE_EVENTS and isinstance(attributes.get("content"), str):
-            inputs.append({"role": _ROLE_EVENTS[name], "content": attributes["content"]})
-        elif name == "gen_ai.choice" and isinstance(text := _choice_text(attributes), str):
-            outputs.append({"role": "assistant", "content": text})
-    if inputs:
-        found.setdefault("gen_ai.input.messages", inputs)
-    if outputs:
-        found.setdefault("gen_ai.output.messages", outputs)
-    return found
-
-
-def _spans(document: Any) -> Iterator[TraceSpan]:
-    if not isinstance(document, Mapping):
-        raise ValueError(f"expected an OTLP JSON object, got {type(document).__name__}")
-    for resource in document.get("resourceSpans") or []:
-        if not isinstance(resource, Mapping):
-            continue
-        shared = _attributes((resource.get("resource") or {}).get("attributes"))
-        for scope in resource.get("scopeSpans") or []:
-            for span in (scope or {}).get("spans") or []:
-                if not isinstance(span, Mapping):
-                    continue
-                attributes = {**shared, **_attributes(span.get("attributes"))}
-                for key, value in event_messages(span.get("events")).items():
-                    attributes.setdefault(key, value)  # the span's own attributes win
+            shared = _attributes(_attribute_items(_object(about, f"{path}.resource"), f"{path}.resource"))
+        for s, scope in enumerate(_items(resource, "scopeSpans", f"{path}.")):
+            at = f"{path}.scopeSpans[{s}]"
+            for n, span in enumerate(_items(scope, "spans", f"{at}.")):
                 try:
-                    start = int(span.get("startTimeUnixNano") or 0)
-                except (TypeError, ValueError):
-                    start = 0
-                yield TraceSpan(
-                    trace_id=_hex_id(span.get("traceId")),
-                    span_id=_hex_id(span.get("spanId")),
-                    parent_id=_hex_id(span.get("parentSpanId")),
-                    name=str(span.get("name") or "")[:200],
-                    start_ns=start,
-                    attributes=attributes,
-                )
+                    spans.append(_span(span, shared, origin))
+                except _Malformed as exc:
+                    raise _Malformed(f"{at}.spans[{n}]{exc}") from None
+    return spans
+
+
+def _trace_ids(document: Any) -> list[str]:
+    """The trace ids that can be read from a damaged document (its spans are not read)."""
+    found: dict[str, None] = {}
+    for resource in _loose(document, "resourceSpans"):
+        for scope in _loose(resource, "scopeSpans"):
+            for span in _loose(scope, "spans"):
+                if (trace_id := _hex_id(span.get("traceId"))) and len(found) < MAX_SPANS:
+                    found[trace_id] = None
+    return list(found)
+
+
+def _loose(parent: Any, key: str) -> list[Mapping[str, Any]]:
+    value = parent.get(key) if isinstance(parent, Mapping) else None
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
 def _bounded_lines(handle: Any) -> Iterator[bytes]:
@@ -259,8 +209,39 @@ def _bounded_lines(handle: Any) -> Iterator[bytes]:
         yield line
 
 
-def read_otlp_json(path: str | os.PathLike[str]) -> Iterator[TraceSpan | str]:
-    """Every span of an OTLP JSON file, or a problem string for a line that could not be read."""
+def _line(line: bytes, where: str) -> Iterator[TraceSpan | SpanProblem | str]:
+    """The spans of one line, or what was wrong with it (for each trace it holds, else for the line)."""
+    if len(line) > MAX_LINE_BYTES:
+        yield f"{where} is over {MAX_LINE_BYTES:,} bytes; skipped"
+        return
+    try:
+        document = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        yield f"{where} is not UTF-8 (byte {exc.start}); skipped"
+        return
+    except RecursionError:
+        yield f"{where} is nested too deeply to read; skipped"
+        return
+    except ValueError as exc:
+        yield f"{where} is not OTLP JSON ({str(exc)[:120]}); skipped"
+        return
+    try:
+        yield from _spans(document, where)
+    except _Malformed as exc:
+        why = f"{where} is not OTLP JSON: {exc}; the line was skipped"
+        trace_ids = _trace_ids(document)
+        for trace_id in trace_ids:
+            yield SpanProblem(trace_id, f"trace {trace_id} is incomplete, so it was not scored: {why}")
+        if not trace_ids:
+            yield why
+
+
+def read_otlp_json(path: str | os.PathLike[str]) -> Iterator[TraceSpan | SpanProblem | str]:
+    """Every span of an OTLP JSON file, and what could not be read.
+
+    A line that could not be read gives a :class:`SpanProblem` for each trace with spans on it, or a
+    problem string when no trace id can be read from it.
+    """
     target = Path(path)
     try:
         handle = target.open("rb")
@@ -274,176 +255,8 @@ def read_otlp_json(path: str | os.PathLike[str]) -> Iterator[TraceSpan | str]:
         else:
             lines = _bounded_lines(handle)
         for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            where = f"{target.name} line {number}"
-            if len(line) > MAX_LINE_BYTES:
-                yield f"{where} is over {MAX_LINE_BYTES:,} bytes; skipped"
-                continue
-            try:
-                document = json.loads(line.decode("utf-8"))
-                yield from _spans(document)
-            except UnicodeDecodeError as exc:
-                yield f"{where} is not UTF-8 (byte {exc.start}); skipped"
-            except RecursionError:
-                yield f"{where} is nested too deeply to read; skipped"
-            except ValueError as exc:
-                yield f"{where} is not OTLP JSON ({str(exc)[:120]}); skipped"
-
-
-def _json_pick(text: Any, keys: tuple[str, ...]) -> Any:
-    if not isinstance(text, str) or not text.lstrip().startswith(("{", "[")):
-        return text
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return text
-    if isinstance(value, Mapping):
-        for key in keys:
-            if isinstance(value.get(key), str):
-                return value[key]
-        data = value.get("data")  # a LangChain message as OpenInference dumps it: {"type": "ai", "data": ...}
-        if isinstance(data, Mapping) and isinstance(data.get("content"), str):
-            return data["content"]
-        return text
-    return value if isinstance(value, str) else text
-
-
-def _indexed(attributes: Mapping[str, Any], prefix: str, suffix: str) -> list[tuple[int, Any]]:
-    found = []
-    for key, value in attributes.items():
-        if key.startswith(prefix) and key.endswith(suffix):
-            middle = key[len(prefix) : len(key) - len(suffix)]
-            if middle.isdigit():
-                found.append((int(middle), value))
-    return sorted(found, key=lambda kv: kv[0])
-
-
-def _messages(attributes: Mapping[str, Any], direction: str) -> list[tuple[str, str]]:
-    """(role, text) messages of an LLM span, OpenInference or GenAI."""
-    oi = "llm.input_messages." if direction == "input" else "llm.output_messages."
-    roles = dict(_indexed(attributes, oi, ".message.role"))
-    found = [(str(roles.get(i, "")), c) for i, c in _indexed(attributes, oi, ".message.content")]
-    if found:
-        return [(r, c) for r, c in found if isinstance(c, str)]
-    raw = attributes.get(f"gen_ai.{direction}.messages")
-    if isinstance(raw, (str, list)):  # a JSON string on a span, a structured value on an event
-        try:
-            items = json.loads(raw) if isinstance(raw, str) else raw
-        except (ValueError, RecursionError):
-            items = []
-        out = []
-        for item in items if isinstance(items, list) else []:
-            if not isinstance(item, Mapping):
-                continue
-            parts = item.get("parts") or []
-            text = " ".join(
-                str(p.get("content")) for p in parts if isinstance(p, Mapping) and p.get("type") == "text"
-            )
-            if isinstance(item.get("content"), str):
-                text = text or item["content"]
-            if text:
-                out.append((str(item.get("role", "")), text))
-        return out
-    old = "gen_ai.prompt." if direction == "input" else "gen_ai.completion."
-    roles = dict(_indexed(attributes, old, ".role"))
-    return [
-        (str(roles.get(i, "")), c) for i, c in _indexed(attributes, old, ".content") if isinstance(c, str)
-    ]
-
-
-def _is_llm(span: TraceSpan) -> bool:
-    kind = span.attributes.get("openinference.span.kind")
-    messages = span.attributes.get("gen_ai.input.messages") or span.attributes.get("gen_ai.output.messages")
-    return kind == "LLM" or (kind is None and bool(messages))
-
-
-def _is_retriever(span: TraceSpan) -> bool:
-    return (
-        span.attributes.get("openinference.span.kind") == "RETRIEVER"
-        or span.attributes.get("gen_ai.operation.name") == "retrieval"
-    )
-
-
-def _documents(span: TraceSpan) -> list[Any]:
-    docs = [c for _, c in _indexed(span.attributes, "retrieval.documents.", ".document.content")]
-    raw = span.attributes.get("gen_ai.retrieval.documents")
-    if not docs and isinstance(raw, str):
-        try:
-            items = json.loads(raw)
-        except (ValueError, RecursionError):
-            items = []
-        for item in items if isinstance(items, list) else []:
-            docs.append(item.get("content") if isinstance(item, Mapping) else item)
-    return docs
-
-
-def _iso(ns: int) -> str | None:
-    if ns <= 0:
-        return None
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat()
-
-
-def trace_sample(trace_id: str, spans: list[TraceSpan]) -> tuple[dict[str, Any], str | None]:
-    """A trace's sample fields (and ``meta``), and the problem that makes it unscorable, if any."""
-    ids = {s.span_id for s in spans}
-    spans = sorted(spans, key=lambda s: s.start_ns)
-    roots = [s for s in spans if not s.parent_id or s.parent_id not in ids] or spans
-    root = roots[0]
-    meta: dict[str, Any] = {
-        "trace_id": trace_id,
-        "span_id": root.span_id,
-        "root_name": root.name,
-        "start_time": _iso(root.start_ns),
-        "start_time_unix_nano": root.start_ns,
-        "attributes": {
-            k: v
-            for k, v in root.attributes.items()
-            if not _kept(k) and (isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) <= 256))
-        },
-    }
-    llm = [s for s in spans if _is_llm(s)]
-    question: Any = _json_pick(root.attributes.get("input.value"), _QUESTION_KEYS)
-    if not isinstance(question, str) and llm:
-        users = [c for r, c in _messages(llm[0].attributes, "input") if r == "user"]
-        question = users[-1] if users else None
-        meta["question_span_id"] = llm[0].span_id
-    answer: Any = _json_pick(root.attributes.get("output.value"), _ANSWER_KEYS)
-    if not isinstance(answer, str) and llm:
-        outputs = _messages(llm[-1].attributes, "output")
-        answer = outputs[0][1] if outputs else None
-        meta["answer_span_id"] = llm[-1].span_id
-    response_id = next(
-        (r for s in reversed(llm) if isinstance(r := s.attributes.get("gen_ai.response.id"), str)), None
-    )
-    if response_id and len(response_id) <= 256:  # the exporter names the evaluated response by it
-        meta["response_id"] = response_id
-    retrievers = [s for s in spans if _is_retriever(s)]
-    contexts = [d for s in retrievers for d in _documents(s)]
-    meta["retriever_span_ids"] = [s.span_id for s in retrievers]
-    values: dict[str, Any] = {"id": trace_id, "meta": meta}
-    if isinstance(question, str):
-        values["question"] = question
-    if retrievers:
-        values["contexts"] = [c for c in contexts if isinstance(c, str)]
-    if isinstance(answer, str):
-        values["answer"] = answer
-    for name in ("question", "answer"):
-        if len(values.get(name) or "") > MAX_VALUE_CHARS:
-            return values, f"trace {trace_id}: its {name} is over {MAX_VALUE_CHARS:,} characters"
-    if any(len(c) > MAX_VALUE_CHARS for c in values.get("contexts", [])):
-        return values, f"trace {trace_id}: a retrieved document is over {MAX_VALUE_CHARS:,} characters"
-    if "answer" not in values:
-        return values, (
-            f"trace {trace_id}: no answer found (no output.value on the root span {root.name!r} and no LLM "
-            "span with an output message)"
-        )
-    if not retrievers:
-        return values, (
-            f"trace {trace_id}: no retriever span (openinference.span.kind=RETRIEVER or "
-            "gen_ai.operation.name=retrieval), so there are no retrieved contexts to check the answer against"
-        )
-    return values, None
+            if line.strip():
+                yield from _line(line, f"{target.name} line {number}")
 
 
 def trace_rows(source: str | os.PathLike[str], *, since_ns: int | None = None) -> list[Row]:
@@ -460,35 +273,3 @@ def trace_rows(source: str | os.PathLike[str], *, since_ns: int | None = None) -
 
         return rows_from_spans(read_phoenix(source, since_ns=since_ns), source)
     return rows_from_spans(read_otlp_json(source), source)
-
-
-def rows_from_spans(items: Iterable[TraceSpan | str], source: str | os.PathLike[str]) -> list[Row]:
-    """Spans (and problem strings, each kept as an invalid row) grouped by trace, one row per trace."""
-    traces: dict[str, list[TraceSpan]] = {}
-    problems: list[str] = []
-    count = 0
-    for item in items:
-        if isinstance(item, str):
-            problems.append(item)
-            continue
-        count += 1
-        if count > MAX_SPANS:
-            fix = (
-                "read a window of it with --since" if str(source).startswith("phoenix:") else "split the file"
-            )
-            raise ConfigError(f"--traces: {source} holds more than {MAX_SPANS:,} spans; {fix}")
-        if not item.trace_id:
-            problems.append(f"a span named {item.name!r} has no traceId; skipped")
-            continue
-        traces.setdefault(item.trace_id, []).append(item)
-    rows: list[Row] = []
-    for trace_id, spans in traces.items():
-        values, problem = trace_sample(trace_id, spans)
-        source_meta = {"trace_id": trace_id, **values.get("meta", {})}
-        if problem is not None:
-            rows.append(Row(len(rows), None, problem, source=source_meta))
-        else:
-            rows.append(Row(len(rows), values, source=source_meta))
-    for problem in problems:
-        rows.append(Row(len(rows), None, problem))
-    return rows

@@ -2,7 +2,7 @@
 
 ``--traces phoenix:http://HOST:PORT[/PROJECT]`` (and ``evaluate(traces="phoenix:...")``) reads every span
 of the project (``default`` when the URL has no path) through ``arize-phoenix-client``
-(``GET /v1/projects/{project}/spans``, paged); each becomes a :class:`~ragmetrics.traces.otlp.TraceSpan`
+(``GET /v1/projects/{project}/spans``, paged); each becomes a :class:`~ragmetrics.traces.spans.TraceSpan`
 and from there the traces turn into samples exactly as an OTLP file's do (:func:`trace_sample`: the same
 attributes, the same statuses for a trace without an answer or a retriever span). Phoenix returns the
 span kind as a field, not an attribute; it is read as ``openinference.span.kind``. A span's events (GenAI
@@ -28,7 +28,8 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ragmetrics.errors import ConfigError, MissingDependencyError
-from ragmetrics.traces.otlp import MAX_SPANS, TraceSpan, _hex_id, event_messages, keep_attribute
+from ragmetrics.traces.samples import MAX_SPANS
+from ragmetrics.traces.spans import TraceSpan, _hex_id, event_messages, keep_attribute
 
 __all__ = ["DEFAULT_PROJECT", "parse_phoenix_url", "phoenix_client", "read_phoenix"]
 

@@ -9,6 +9,7 @@ re-run cannot fix), so a provider error or a budget skip is tried again next tim
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -133,5 +134,5 @@ def select_traces(
                 continue
             if cursor is not None and trace_id in cursor.scored:
                 continue
-        kept.append(Row(len(kept), row.values, row.problem, columns=row.columns, source=row.source))
+        kept.append(dataclasses.replace(row, index=len(kept)))
     return kept

@@ -47,9 +47,12 @@ class OtlpJsonFileExporter(SpanExporter):
         pass
 
 
-def run_app(path: Path, questions: Sequence[tuple[str, str, str]], *, retriever: bool = True) -> list[str]:
+def run_app(
+    path: Path, questions: Sequence[tuple[str, str, str]], *, retriever: bool = True, content: bool = True
+) -> list[str]:
     """Answer each (question, topic, answer) under a CHAIN span with RETRIEVER and LLM children; returns
-    the trace ids (hex) in order."""
+    the trace ids (hex) in order. ``content=False``: the retriever records each document's id and score,
+    not its text."""
     provider = TracerProvider(resource=Resource.create({"service.name": "rag-app"}))
     provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(path)))
     tracer = provider.get_tracer("tests.rag_app")
@@ -63,8 +66,10 @@ def run_app(path: Path, questions: Sequence[tuple[str, str, str]], *, retriever:
                     span.set_attribute("openinference.span.kind", "RETRIEVER")
                     span.set_attribute("input.value", question)
                     for i, doc in enumerate(DOCS[topic]):
-                        span.set_attribute(f"retrieval.documents.{i}.document.content", doc)
+                        if content:
+                            span.set_attribute(f"retrieval.documents.{i}.document.content", doc)
                         span.set_attribute(f"retrieval.documents.{i}.document.id", f"{topic}-{i}")
+                        span.set_attribute(f"retrieval.documents.{i}.document.score", 0.9 - i / 10)
             with tracer.start_as_current_span("llm") as span:
                 span.set_attribute("openinference.span.kind", "LLM")
                 span.set_attribute("llm.input_messages.0.message.role", "system")
@@ -93,12 +98,15 @@ def run_genai_app(
     docs: Sequence[str],
     variant: str,
     project: str = "default",
+    *,
+    content: bool = True,
 ) -> str:
     """One trace in the GenAI semantic conventions (no OpenInference attribute): a root span, a retrieval
     span and a chat span whose messages are recorded as ``variant`` says; returns its trace id (hex).
 
     ``target``: an OTLP JSON file, or an OTLP/HTTP traces endpoint (``http://.../v1/traces``: Phoenix,
-    with ``project`` as its ``openinference.project.name``).
+    with ``project`` as its ``openinference.project.name``). ``content=False``: the documents are
+    recorded as the conventions' own example does, ``{"id", "score"}`` each (content capture off).
     """
     resource = Resource.create({"service.name": "genai-app", "openinference.project.name": project})
     provider = TracerProvider(resource=resource)
@@ -120,7 +128,10 @@ def run_genai_app(
         with tracer.start_as_current_span("retrieval docs") as span:
             span.set_attribute("gen_ai.operation.name", "retrieval")
             span.set_attribute("gen_ai.retrieval.query.text", question)
-            documents = [{"id": f"doc-{i}", "content": d} for i, d in enumerate(docs)]
+            documents = [
+                {"id": f"doc-{i}", "content": d} if content else {"id": f"doc-{i}", "score": 0.9 - i / 10}
+                for i, d in enumerate(docs)
+            ]
             span.set_attribute("gen_ai.retrieval.documents", json.dumps(documents))
         with tracer.start_as_current_span("chat gpt-4o-mini") as span:
             span.set_attribute("gen_ai.operation.name", "chat")
