@@ -4,7 +4,8 @@
 read as one passage it would make two contexts one. :func:`csv_contexts` reads such a cell with a
 strict scanner that knows only string literals, commas, whitespace and the brackets (no code is
 evaluated, nothing is nested); a cell that starts with ``[`` and is neither form is refused with a
-message saying how to write contexts in a CSV, never read as one passage. The scanner is linear in
+message saying how to write contexts in a CSV, never read as one passage (a cell that only starts
+with ``[``, such as ``[1] Smith et al. found ...``, is one passage, as before). The scanner is linear in
 the cell, which the CSV reader caps at ``MAX_CELL_CHARS``.
 """
 
@@ -21,7 +22,7 @@ __all__ = ["HOW_TO_WRITE", "csv_contexts"]
 HOW_TO_WRITE = (
     'write contexts in a CSV as a JSON list of strings, e.g. ["first passage", "second passage"] '
     "(with pandas: df['contexts'] = df['contexts'].map(json.dumps) before df.to_csv(...)); a cell that "
-    "does not start with '[' is one passage"
+    "does not start with '[' and end with ']' is one passage"
 )
 """How a contexts column is written in a CSV (said by every message about one)."""
 
@@ -77,15 +78,15 @@ def csv_contexts(cell: str | None) -> Any:
     ``''`` (or whitespace) is no passage; None stays None.
 
     Raises:
-        ValueError: The cell starts with ``[`` but is neither a JSON list nor a Python list of
-            string literals; the message says what the cell holds and how to write contexts.
+        ValueError: The cell is bracketed (``[`` ... ``]``) but is neither a JSON list nor a Python
+            list of string literals; the message says what the cell holds and how to write contexts.
     """
     if cell is None:
         return None
     text = cell.strip()
     if not text:
         return []
-    if not text.startswith("["):
+    if not (text.startswith("[") and text.endswith("]")):  # ``[1] Smith et al. ...`` is one passage
         return [cell]
     try:
         value = json.loads(text)
@@ -97,6 +98,6 @@ def csv_contexts(cell: str | None) -> Any:
     if strings is not None:
         return strings
     raise ValueError(
-        f"the contexts cell {shorten(text, 80)!r} starts with '[' but is neither a JSON list nor a "
+        f"the contexts cell {shorten(text, 80)!r} is bracketed like a list but is neither a JSON list nor a "
         f"Python list of string literals; {HOW_TO_WRITE}"
     )

@@ -61,7 +61,6 @@ def test_eval_on_a_pandas_csv_scores_two_contexts_and_json_cells_still_read(
 
 
 BAD_CELLS = [
-    "[citation needed] Paris is the capital.",  # a passage that starts with '['
     "['a', b]",
     "['a' + 'b']",
     "['a' 'b']",
@@ -70,8 +69,8 @@ BAD_CELLS = [
     "[b'bytes']",
     "['unknown \\q escape']",
     "['\\U00110000']",
-    '["unterminated',
-    "[" * 10_000,
+    '["unterminated]',
+    "[" * 10_000 + "]" * 10_000,
     "[['nested']]",
 ]
 
@@ -92,10 +91,20 @@ def test_a_cell_starting_with_a_bracket_that_is_no_list_is_that_rows_invalid_inp
         assert record.status_of("context_relevancy") == "invalid_input", BAD_CELLS[n]
         message = record.errors[0].message
         assert f"row {n}" in message and f"line {n + 2} of" in message and "column 'docs'" in message
-        assert "neither a JSON list nor a Python list of string literals" in message
+        assert "is bracketed like a list but is neither a JSON list nor a Python list" in message
         assert "df['contexts'].map(json.dumps)" in message
         assert record.extra["docs"] == BAD_CELLS[n], "the cell is kept on the record as it was"
     assert not (tmp_path / "PWNED").exists(), "nothing in a cell is run"
+
+
+def test_a_passage_that_only_starts_with_a_bracket_is_one_passage_as_before(tmp_path: Path) -> None:
+    cell = "[citation needed] Paris is the capital of France."
+    path = tmp_path / "rows.csv"
+    pd.DataFrame([[QUESTION, "Paris.", cell]], columns=["question", "answer", "contexts"]).to_csv(
+        path, index=False
+    )
+    (record,) = evaluate_sync(path, metrics=["context_relevancy"], llm="offline", progress=False)
+    assert record.ok and record.sample.contexts == (cell,)
 
 
 def test_a_list_read_back_by_pandas_read_csv_is_refused_saying_how_to_parse_it(tmp_path: Path) -> None:
