@@ -52,10 +52,12 @@ from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.metrics.evaluators.base import Evaluator
 from ragmetrics.pipeline.canaries import CanaryResult, run_canaries
+from ragmetrics.pipeline.canary_draw import draw_canary
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.pipeline.run_loop import run_bounded
 from ragmetrics.pipeline.runner import share_judges
 from ragmetrics.regression.suite_spec import Case, Check, Passing, Suite
+from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult, Usage
 
 __all__ = ["Case", "CaseOutcome", "Check", "Suite", "SuiteOutcome", "run_suite"]
@@ -237,7 +239,13 @@ async def run_suite(
 
     try:
         if canaries and judges and suite.cases:
-            probes = await run_canaries(judges)
+            # drawn from the cases' own inputs and contexts, as a pipeline run draws from its rows
+            rows = [
+                Sample(question=c.input, contexts=c.contexts)
+                for c in suite.cases
+                if isinstance(c.input, str) and c.contexts
+            ]
+            probes = await run_canaries(judges, draw_canary(rows))
         async with contextlib.aclosing(
             run_bounded(iter(enumerate(suite.cases)), one_case, concurrency=max_concurrency)
         ) as finished:
