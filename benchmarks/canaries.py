@@ -1,4 +1,4 @@
-"""Canaries drawn from a run's rows: how often they catch a copycat judge, and how often they fail a reading one.
+"""Canaries drawn from a run's rows: how often they catch a copycat judge, and fail a reading one.
 
 Run: ``python benchmarks/canaries.py [--runs 200] [--rows 16]``. Each run is ``--rows`` rows drawn (seeded
 by the run's number) from the human-labelled sets in ``../shared/data`` (faithfulness and relevancy dev
@@ -56,7 +56,12 @@ def load_rows() -> tuple[list[Sample], str]:
         raw = json.loads(line)
         if raw.get("question") and raw.get("contexts"):
             rows.append(
-                Sample(id=str(raw["id"]), question=raw["question"], answer=raw["answer"], contexts=raw["contexts"])
+                Sample(
+                    id=str(raw["id"]),
+                    question=raw["question"],
+                    answer=raw["answer"],
+                    contexts=raw["contexts"],
+                )
             )
     return rows, source
 

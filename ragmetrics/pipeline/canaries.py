@@ -17,46 +17,30 @@ server error: ``answered`` False) gets no verdict. The offline judge runs them t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
-from functools import cache
-from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmetrics._textnorm import normalize_for_match
 from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.pipeline.canary_draw import CanaryDraw, CanaryProbe, bundled_draw, canary_data, probe_verdicts
 from ragmetrics.sample import Sample
 from ragmetrics.score import Usage
 
-if TYPE_CHECKING:
-    from ragmetrics.pipeline.canary_draw import CanaryDraw
-
-__all__ = ["CANARY_CALLS_MAX", "CanaryProbe", "CanaryResult", "canary_message", "run_canaries"]
+__all__ = [
+    "CANARY_CALLS_MAX",
+    "CanaryProbe",
+    "CanaryResult",
+    "canary_data",
+    "canary_message",
+    "canary_sample",
+    "run_canaries",
+]
 
 CANARY_CALLS_MAX = 4
 """Calls per run and judge at most: one extraction, one verification, a re-ask of each."""
 
-Kind = Literal["supported", "contradicted", "unrelated"]
-
 NO_REPLY = frozenset({"timeout", "rate_limited", "provider_error"})
 """Statuses of a judge that did not answer: its canaries give no verdict (the run's gates say why)."""
-
-
-class CanaryProbe(BaseModel):
-    """One known-answer sentence and what the judge said about it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Kind
-    """What any reading judge says: ``supported``, ``contradicted``, or (``unrelated``) not supported."""
-    sentence: str
-    """The answer sentence."""
-    got: str | None = None
-    """The judge's verdict on it (None: no claim of it was extracted with its span in the answer)."""
-    passed: bool = False
-    """Whether the verdict is the known one."""
 
 
 class CanaryResult(BaseModel):
@@ -95,25 +79,14 @@ class CanaryResult(BaseModel):
         return f"{how} {ok}/{len(self.probes)}" + (f" ({'; '.join(wrong)})" if wrong else "") + f", {calls}"
 
 
-@cache
-def canary_data() -> dict[str, Any]:
-    """The bundled probes (``ragmetrics/data/canaries.json``)."""
-    text = (resources.files("ragmetrics") / "data" / "canaries.json").read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
-
-
 def canary_sample() -> Sample:
     """The bundled canary sample: the answer is the probes' sentences, in order."""
-    from ragmetrics.pipeline.canary_draw import bundled_draw
-
     return bundled_draw("asked for").sample
 
 
 async def run_canaries(judges: Sequence[CachingJudge], draw: CanaryDraw | None = None) -> list[CanaryResult]:
     """Score the canary (``draw``; default the bundled one) through each judge; one result per judge."""
     from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
-    from ragmetrics.pipeline.canary_draw import bundled_draw
 
     if draw is None:
         draw = bundled_draw("no rows given")
@@ -131,7 +104,7 @@ async def run_canaries(judges: Sequence[CachingJudge], draw: CanaryDraw | None =
                 CanaryResult(
                     judge=judge.info.spec,
                     passed=False,
-                    probes=_probes([], draw.probes),
+                    probes=probe_verdicts([], draw.probes),
                     usage=spent_by(exc),
                     message=str(exc)[:300],
                     answered=getattr(exc, "status", None) not in NO_REPLY,
@@ -139,7 +112,7 @@ async def run_canaries(judges: Sequence[CachingJudge], draw: CanaryDraw | None =
                 )
             )
             continue
-        probes = _probes(result.claims, draw.probes)
+        probes = probe_verdicts(result.claims, draw.probes)
         out.append(
             CanaryResult(
                 judge=judge.info.spec,
@@ -152,24 +125,6 @@ async def run_canaries(judges: Sequence[CachingJudge], draw: CanaryDraw | None =
             )
         )
     return out
-
-
-def _probes(claims: Iterable[Any], expected: Iterable[tuple[str, str]]) -> list[CanaryProbe]:
-    found = [(normalize_for_match(c.span or c.text), c.verdict) for c in claims if c.span_found is not False]
-    probes = []
-    for kind, text in expected:
-        sentence = normalize_for_match(text)
-        verdicts = [v for span, v in found if span and (span in sentence or sentence in span)]
-        if not verdicts:
-            got, passed = None, False
-        elif kind == "unrelated":
-            got = "supported" if "supported" in verdicts else verdicts[0]
-            passed = got != "supported"
-        else:
-            got = kind if kind in verdicts else verdicts[0]
-            passed = got == kind
-        probes.append(CanaryProbe(kind=kind, sentence=text, got=got, passed=passed))  # type: ignore[arg-type]
-    return probes
 
 
 def canary_message(failing: Iterable[CanaryResult]) -> str:

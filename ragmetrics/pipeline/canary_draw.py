@@ -17,19 +17,34 @@ bundled canary (``ragmetrics/data/canaries.json``) is used and :attr:`CanaryDraw
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
+from ragmetrics._textnorm import normalize_for_match
 from ragmetrics.errors import InvalidInputError
 from ragmetrics.judge.offline.sentences import split_sentences
 from ragmetrics.judge.offline.stopwords import content_tokens
 from ragmetrics.judge.offline.text import NEGATION_CUES, extract_numbers, stems, tokenize
 from ragmetrics.sample import Sample
 
-__all__ = ["DRAW_ROWS", "CanaryDraw", "bundled_draw", "draw_canary", "first_valid"]
+__all__ = [
+    "DRAW_ROWS",
+    "CanaryDraw",
+    "CanaryProbe",
+    "bundled_draw",
+    "canary_data",
+    "draw_canary",
+    "first_valid",
+    "probe_verdicts",
+]
 
 Kind = Literal["supported", "contradicted", "unrelated"]
 
@@ -68,16 +83,60 @@ class CanaryDraw:
     """Where it came from: ``drawn from the run's rows`` or ``bundled (<why>)``."""
 
 
-def bundled_draw(why: str, data: dict[str, object] | None = None) -> CanaryDraw:
-    """The bundled canary (``ragmetrics/data/canaries.json``), with why it is used."""
-    from ragmetrics.pipeline.canaries import canary_data
+@cache
+def canary_data() -> dict[str, Any]:
+    """The bundled probes (``ragmetrics/data/canaries.json``)."""
+    text = (resources.files("ragmetrics") / "data" / "canaries.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
 
+
+class CanaryProbe(BaseModel):
+    """One known-answer sentence and what the judge said about it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Kind
+    """What any reading judge says: ``supported``, ``contradicted``, or (``unrelated``) not supported."""
+    sentence: str
+    """The answer sentence."""
+    got: str | None = None
+    """The judge's verdict on it (None: no claim of it was extracted with its span in the answer)."""
+    passed: bool = False
+    """Whether the verdict is the known one."""
+
+
+def probe_verdicts(claims: Iterable[Any], expected: Iterable[tuple[str, str]]) -> list[CanaryProbe]:
+    """Each expected ``(kind, sentence)`` with the verdict ``claims`` gave it, and whether it is right.
+
+    A claim counts for a sentence when its span (or text) and the sentence hold one another; a claim
+    whose span was not found in the answer counts for none.
+    """
+    found = [(normalize_for_match(c.span or c.text), c.verdict) for c in claims if c.span_found is not False]
+    probes = []
+    for kind, text in expected:
+        sentence = normalize_for_match(text)
+        verdicts = [v for span, v in found if span and (span in sentence or sentence in span)]
+        if not verdicts:
+            got, passed = None, False
+        elif kind == "unrelated":
+            got = "supported" if "supported" in verdicts else verdicts[0]
+            passed = got != "supported"
+        else:
+            got = kind if kind in verdicts else verdicts[0]
+            passed = got == kind
+        probes.append(CanaryProbe(kind=kind, sentence=text, got=got, passed=passed))
+    return probes
+
+
+def bundled_draw(why: str, data: dict[str, Any] | None = None) -> CanaryDraw:
+    """The bundled canary (``ragmetrics/data/canaries.json``), with why it is used."""
     data = data or canary_data()
-    probes = tuple((p["kind"], p["sentence"]) for p in data["probes"])  # type: ignore[attr-defined]
+    probes = tuple((p["kind"], p["sentence"]) for p in data["probes"])
     sample = Sample(
         id="ragmetrics-canary",
-        question=data["question"],  # type: ignore[arg-type]
-        contexts=data["contexts"],  # type: ignore[arg-type]
+        question=data["question"],
+        contexts=data["contexts"],
         answer=" ".join(s for _, s in probes),
     )
     return CanaryDraw(sample=sample, probes=probes, source=f"bundled ({why})")
@@ -126,7 +185,6 @@ def _lexically_plain(draw: CanaryDraw) -> bool:
     a canary must be plain to any judge that reads.
     """
     from ragmetrics.judge.offline import judge as offline
-    from ragmetrics.pipeline.canaries import _probes
 
     sample = draw.sample
     extracted = offline.answer("claims.extract", {"question": sample.question, "answer": sample.answer})
@@ -139,7 +197,7 @@ def _lexically_plain(draw: CanaryDraw) -> bool:
         _Claim(span=c.get("span") or c["text"], text=c["text"], verdict=verdicts.get(i))
         for i, c in enumerate(claims)
     ]
-    return all(p.passed for p in _probes(found, draw.probes))
+    return all(p.passed for p in probe_verdicts(found, draw.probes))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -279,8 +337,6 @@ def _unrelated(row: Sample, rows: Sequence[Sample], rng: random.Random) -> str:
             if any(n.value in numbers for n in extract_numbers(sentence)):
                 continue
             return sentence
-    from ragmetrics.pipeline.canaries import canary_data
-
-    pool = canary_data().get("unrelated", [])
+    pool = [str(s) for s in canary_data().get("unrelated", [])]
     fitting = [s for s in pool if len(_content_stems(s) & own) <= UNRELATED_OVERLAP * len(_content_stems(s))]
     return rng.choice(fitting or pool)

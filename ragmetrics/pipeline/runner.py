@@ -78,8 +78,13 @@ def _canary_samples(ds: Dataset, first: Row, executor: SampleExecutor) -> list[S
     """The rows a canary is drawn from: the dataset's first valid rows, or the first row of a one-shot one."""
     if not ds.rereadable:
         return first_valid([first], executor.sample)
-    with contextlib.closing(ds.rows()) as rows:
+    rows = ds.rows()
+    try:
         return first_valid(rows, executor.sample)
+    finally:  # a file's reader is a generator: close it now, not when it is collected
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
 
 
 def _by_name(name: str) -> Any:

@@ -46,7 +46,7 @@ def mark_untrusted(record: EvaluationResult, why: Mapping[str, str]) -> bool:
         return False
     changed = False
     for name, result in record.results.items():
-        spec = result.judge.spec if result.judge is not None else None
+        spec = result.judge.spec if result.judge is not None else ""
         if spec not in why or result.score is None:
             continue
         score = result.score
@@ -57,7 +57,7 @@ def mark_untrusted(record: EvaluationResult, why: Mapping[str, str]) -> bool:
         result.details["judge_score"] = score
         result.score = None
         result.passed = False if result.threshold is not None else None  # no pass mark: nothing passed
-        result.status = UNTRUSTED
+        result.status = "judge_untrusted"
         result.message = message
         record.scores[name] = None
         record.errors.append(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from ragmetrics.judge import Judge
 from ragmetrics.judge.cache import CachingJudge
@@ -54,8 +55,13 @@ class BatchWaves:
         self.started = time.monotonic()
         self._ready = False
 
-    async def run(self, wave: Sequence[Slot], attempt: SlotRun) -> list[Attempt]:
-        """The attempts of ``wave``, every call answered through provider batches.
+    async def run(
+        self, wave: Sequence[Slot], attempt: SlotRun, also: Callable[[Judge], Awaitable[Any]] | None = None
+    ) -> tuple[list[Attempt], Any]:
+        """The attempts of ``wave`` (and what ``also`` returns), every call answered through provider batches.
+
+        ``also`` rides in the same batches as the wave (the verifier's canary beside the first wave, so
+        it costs no round of its own); None: nothing beside the wave.
 
         Raises:
             ConfigError: Unfinished batches of an earlier run and ``resume`` off.
@@ -68,17 +74,19 @@ class BatchWaves:
             await collect_batches([lane], options, self.started)
             self._ready = True
         attempts: list[Attempt] = []
+        extra: Any = None
         for number in range(1, options.max_rounds + 1):
             lane.deferring.last_round = number == options.max_rounds
             judge = CachingJudge(lane.deferring, None)
             attempts = list(await asyncio.gather(*(attempt(judge, s) for s in wave)))
+            extra = await also(judge) if also is not None else None
             if not await submit_deferred(lane, options):
                 break
             await collect_batches([lane], options, self.started)
         # the wave's replies are in the judge cache now: a later request for one is a cache hit
         lane.ledger.forget(list(lane.deferring.conversations()))
         lane.deferring.touched.clear()
-        return attempts
+        return attempts, extra
 
     async def aclose(self) -> None:
         """Close the batch API client and the ledger (the caller closes the judge)."""

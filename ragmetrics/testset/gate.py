@@ -20,7 +20,7 @@ from ragmetrics.metrics.claims.engine import ClaimTask, plan
 from ragmetrics.metrics.claims.run import run_claims
 from ragmetrics.metrics.claims.schemas import ClaimExtraction, ExtractedClaim
 from ragmetrics.pipeline.canaries import NO_REPLY, CanaryResult, canary_message
-from ragmetrics.pipeline.canary_draw import DRAW_ROWS, draw_canary
+from ragmetrics.pipeline.canary_draw import DRAW_ROWS, draw_canary, probe_verdicts
 from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN, JudgeHealth, judge_gate_message
 from ragmetrics.sample import Sample
 from ragmetrics.score import spent_by
@@ -35,8 +35,6 @@ async def testset_canary(
     judge: Judge, spec: str, chunks: Sequence[Chunk], budget_tokens: int
 ) -> CanaryResult:
     """Put a canary drawn from ``chunks`` to the verifier ``judge``; its verdicts, cost and source."""
-    from ragmetrics.pipeline.canaries import _probes
-
     rows = [
         Sample(id=c.id, question=f"What does the passage on {c.heading or c.doc_id} say?", contexts=[c.text])
         for c in chunks[:DRAW_ROWS]
@@ -51,13 +49,13 @@ async def testset_canary(
         return CanaryResult(
             judge=spec,
             passed=False,
-            probes=_probes([], draw.probes),
+            probes=probe_verdicts([], draw.probes),
             usage=spent_by(exc),
             message=str(exc)[:300],
             answered=getattr(exc, "status", None) not in NO_REPLY,
             source=draw.source,
         )
-    probes = _probes(outcome.records(), draw.probes)
+    probes = probe_verdicts(outcome.records(), draw.probes)
     return CanaryResult(
         judge=spec,
         passed=all(p.passed for p in probes),

@@ -29,6 +29,7 @@ from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.offline.stopwords import content_tokens
 from ragmetrics.judge.offline.text import tokenize
 from ragmetrics.pipeline.batch import batch_options
+from ragmetrics.pipeline.canaries import CanaryResult
 from ragmetrics.pipeline.judge_health import JudgeHealth
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.score import Usage
@@ -308,16 +309,24 @@ async def _run(
     pending = [s for s in slots if s.index not in done]
     bar.update(len(items), failed=len(dropped))
     quota = requested_counts(size, normalise_mix(mix))
-    canary = None
-    if judge_gate and len(items) < size and pending:  # before anything is paid for: is the verifier reading?
-        canary = await testset_canary(judge, judge.info.spec, chunks, CONTEXT_BUDGET_TOKENS)
-        usage = usage + canary.usage
-        if canary.failed:
+    canary: CanaryResult | None = None
+
+    async def probe(verifier: Judge) -> CanaryResult:
+        return await testset_canary(verifier, judge.info.spec, chunks, CONTEXT_BUDGET_TOKENS)
+
+    def untrusted(got: CanaryResult) -> bool:
+        if got.failed:
             notes.append(
-                f"no candidate was tried: the verifier {judge.info.spec} failed its canary (a sentence "
-                "of the documents, one with a number or 'not' changed, another document's sentence), so "
-                "no reference it verified could be trusted"
+                f"no item was written: the verifier {judge.info.spec} failed its canary (a sentence of "
+                "the documents, one with a number or 'not' changed, another document's sentence), so no "
+                "reference it verified could be trusted"
             )
+        return got.failed
+
+    if judge_gate and waves is None and len(items) < size and pending:  # before any candidate is paid for
+        canary = await probe(judge)
+        usage = usage + canary.usage
+        if untrusted(canary):
             pending = []
     quotes = [0, 0]  # the verifier's quotes, and those found in the chunk they cite
     try:
@@ -343,8 +352,16 @@ async def _run(
                     judge, s, extractive=extractive, generator=name, seed=seed, df=df, duplicate=earlier
                 )
 
-            if waves is not None:
-                attempts = await waves.run(wave, attempt)
+            if waves is not None:  # the canary rides in the first wave's batches: no round of its own
+                first = judge_gate and canary is None
+                attempts, got = await waves.run(wave, attempt, probe if first else None)
+                if got is not None:
+                    canary = got
+                    usage = usage + canary.usage
+                    if untrusted(canary):  # what the wave cost is counted; nothing of it is written
+                        usage = sum((a.usage for a in attempts), usage)
+                        pending = []
+                        break
             else:
                 attempts = await asyncio.gather(*(attempt(judge, s) for s in wave))
             kept: list[TestsetItem] = []

@@ -352,7 +352,9 @@ async def test_scripts_and_faults_still_come_first(srv: FakeLLMServer, oai: open
 
 
 def test_bad_answer_and_dialect_names_are_config_errors() -> None:
-    with pytest.raises(ConfigError, match="answer must be 'offline', 'schema', 'placeholder' or a function"):
+    with pytest.raises(
+        ConfigError, match="answer must be 'offline', 'schema', 'placeholder', 'copycat' or a function"
+    ):
         FakeLLMServer(answer="schemas")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="dialect must be one of 'openai', 'llama-cpp'"):
         FakeLLMServer(dialect="vllm")  # type: ignore[arg-type]

@@ -42,7 +42,20 @@ def answer(task: str, v: Any) -> dict[str, Any]:
     for i, claim in enumerate(v["claims"]):
         core = claim.rstrip(".").lower()
         hit = next((j for j, ctx in enumerate(v["contexts"]) if core in ctx.lower()), None)
-        if hit is not None:
+        # a claim that is a context's words with a number or a "not" changed contradicts it (a reading
+        # judge passes the run's canaries)
+        clash = next((j for j, ctx in enumerate(v["contexts"]) if _masked(core) in _masked(ctx)), None)
+        if hit is None and clash is not None:
+            out.append(
+                {
+                    "claim": i,
+                    "verdict": "contradicted",
+                    "context": clash,
+                    "evidence": v["contexts"][clash],
+                    "reason": "a number or a negation differs",
+                }
+            )
+        elif hit is not None:
             k = v["contexts"][hit].lower().index(core)
             out.append(
                 {
@@ -68,6 +81,10 @@ def answer(task: str, v: Any) -> dict[str, Any]:
                 {"claim": i, "verdict": "not_found", "context": None, "evidence": "", "reason": "absent"}
             )
     return {"verdicts": out}
+
+
+def _masked(text: str) -> str:
+    return re.sub(r"\d+", "#", text.lower().rstrip(".")).replace(" not ", " ")
 
 
 def rows(n: int, *, offset: int = 0) -> list[dict[str, Any]]:

@@ -107,3 +107,20 @@ def test_a_reading_verifier_passes_and_writes_as_before(judge, corpus, dummy_key
     if judge == "fake":
         assert ts.report.usage.calls == off.report.usage.calls + 1
         assert ts.report.judge_health is not None and ts.report.judge_health.quote_rate == 1.0
+
+
+def test_in_batch_mode_the_canary_rides_in_the_first_waves_batches_and_a_copycat_writes_nothing(
+    corpus, tmp_path, dummy_keys
+):
+    options = {"size": 3, "cache": False, "mix": {"single_hop": 1}, "out": tmp_path / "t.jsonl"}
+    with FakeLLMServer(answer="copycat") as srv:
+        spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
+        ts = generate_sync(
+            corpus, llm=spec, batch={"poll_interval_s": 0, "directory": tmp_path / "l"}, **options
+        )
+        lines = [r for r in srv.requests if r.endpoint == "chat"]
+    assert lines and all(r.batch_id is not None for r in lines)  # the canary too: no real-time call
+    out = tmp_path / "t.jsonl"
+    assert ts.items == [] and (not out.exists() or not out.read_text(encoding="utf-8").strip())
+    assert ts.report.canary is not None and ts.report.canary.failed and ts.report.judge_gate
+    assert ts.report.usage.calls == len(lines)  # the first wave's calls are counted, none is written

@@ -49,7 +49,8 @@ def test_two_calls_per_accepted_item_and_every_call_accounted(corpus, tmp_path, 
     # generation (the reference split into claims in the same reply) + verification per accepted
     # item; rejects cost their own calls on top (at most three: a reference whose claims do not
     # cover it is split again by the claim extraction)
-    assert ts.report.usage.calls <= 2 * len(ts.items) + 3 * ts.report.rejected
+    assert ts.report.canary is not None and ts.report.canary.usage.calls == 1  # the verifier's canary
+    assert ts.report.usage.calls - 1 <= 2 * len(ts.items) + 3 * ts.report.rejected
     assert ts.report.calls_per_item is not None
     assert ts.report.calls_per_item <= 2.0 + 3 * ts.report.rejected / 6
     assert "claims.extract" not in _tasks(fake_llm_server)  # every reference's own claims checked out
@@ -70,7 +71,11 @@ def test_the_fake_server_counts_match_the_report(corpus, tmp_path, fake_llm_serv
 def test_a_judge_that_does_not_read_writes_no_filler(corpus, tmp_path, dummy_keys):
     with FakeLLMServer(answer="schema") as srv:
         spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
-        ts = generate_sync(corpus, size=6, llm=spec, out=tmp_path / "t.jsonl", cache=False)
+        gated = generate_sync(corpus, size=6, llm=spec, out=tmp_path / "g.jsonl", cache=False)
+        # the gate off: every candidate is tried, and verification rejects each
+        ts = generate_sync(corpus, size=6, llm=spec, out=tmp_path / "t.jsonl", cache=False, judge_gate=False)
+    assert gated.items == [] and gated.report.candidates == 0 and gated.report.judge_gate  # its canary
+    assert gated.report.usage.calls == gated.report.canary.usage.calls  # nothing paid past the canary
     assert ts.items == []
     assert not (tmp_path / "t.jsonl").exists() or (tmp_path / "t.jsonl").read_text() == ""
     rejects = [json.loads(x) for x in (tmp_path / "t.rejects.jsonl").read_text().splitlines()]
@@ -89,7 +94,10 @@ def _one_candidate(srv: FakeLLMServer, spec: str, doc: Path, question: str, refe
     generated = {"question": question, "reference": reference, "quotes": [QUOTE], "missing_fact": ""}
     generated["claims"] = [{"text": text, "span": span} for text, span in claims]
     srv.on("testset.generate", FakeReply(json=generated))
-    return generate_sync([doc], size=1, llm=spec, cache=False, mix={"single_hop": 1}, max_candidates=1)
+    # the calls of one candidate are counted: no canary beside them
+    return generate_sync(
+        [doc], size=1, llm=spec, cache=False, mix={"single_hop": 1}, max_candidates=1, judge_gate=False
+    )
 
 
 def test_a_reference_that_says_more_than_its_chunk_is_rejected_by_the_claims(
