@@ -22,7 +22,8 @@ name what they may not name by default (see :mod:`ragmetrics.regression.suite_tr
 With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else
 ``offline``. ``RAGMETRICS_MAX_ATTEMPTS`` and ``RAGMETRICS_TIMEOUT_S``, when set, are the defaults of
 every judge's ``max_attempts`` and ``timeout_s`` (options given in code win); ``ragmetrics test
---max-attempts/--timeout`` sets them for the cases it runs.
+--max-attempts/--timeout`` sets them for the cases it runs. ``RAGMETRICS_EXPORT_TIMEOUT_S`` bounds an
+export to MLflow (default 30 s).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ragmetrics.errors import ConfigError
 
 __all__ = [
     "DEFAULT_MODELS",
+    "EXPORT_TIMEOUT_S",
     "JUDGE_MODES",
     "JudgeSettings",
     "JUDGE_OPTION_VARIABLES",
@@ -49,6 +51,7 @@ __all__ = [
     "default_cache_dir",
     "default_judge_spec",
     "embeddings_api_key",
+    "export_timeout_s",
     "nothing_configured",
     "parse_judge_spec",
     "prices_file",
@@ -398,6 +401,31 @@ def default_cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("ragmetrics", appauthor=False))
+
+
+EXPORT_TIMEOUT_S = 30.0
+"""Seconds an export to MLflow may take in all (``RAGMETRICS_EXPORT_TIMEOUT_S`` sets another)."""
+
+
+def export_timeout_s() -> float:
+    """``RAGMETRICS_EXPORT_TIMEOUT_S`` if set, else :data:`EXPORT_TIMEOUT_S`.
+
+    Raises:
+        ConfigError: The variable is not a finite number > 0.
+    """
+    text = os.environ.get("RAGMETRICS_EXPORT_TIMEOUT_S", "").strip()
+    if not text:
+        return EXPORT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(
+            "environment variable RAGMETRICS_EXPORT_TIMEOUT_S must be a finite number > 0 (seconds), "
+            f"got {text!r}"
+        )
+    return value
 
 
 def prices_file() -> Path | None:

@@ -9,6 +9,12 @@ Two shapes are read, one row per line (or a list of dicts in Python):
   ``"yes"``/``"no"``), one label for every metric calibrated; or ``"label": {"<metric>": true, ...}``.
 
 A label dict is read by the metric's own name first, then by the field above.
+
+A file is read as ``ragmetrics eval`` reads a JSONL dataset (UTF-8 unless ``encoding=`` names another,
+byte order marks honoured, lines up to ``MAX_LINE_BYTES``) and each row is checked as eval checks it
+(field types, lone surrogates, nesting up to ``MAX_NESTING`` levels, an answer present), but here a bad
+row is a ``ConfigError`` naming the file, line and field before any row is scored: the labels are the
+measurement.
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ragmetrics.errors import ConfigError
+from ragmetrics._check import MAX_NESTING, check_nesting
+from ragmetrics.errors import ConfigError, InvalidInputError, shorten
+from ragmetrics.pipeline.dataset import Row, detect_encoding, read_lines, to_sample
 
 __all__ = ["EXAMPLE_LABELS", "LABEL_FIELDS", "LabelledRows", "example_path", "load_labels"]
 
@@ -70,7 +78,8 @@ def _bool(value: Any, where: str) -> bool | None:
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
     raise ConfigError(
-        f"{where}: a label must be true or false (or 1/0, yes/no, null for unlabelled), got {value!r}"
+        f"{where}: a label must be true or false (or 1/0, yes/no, null for unlabelled), "
+        f"got {shorten(repr(value), 80)}"
     )
 
 
@@ -85,34 +94,59 @@ def _label_for(raw: Any, metric: str, where: str) -> bool | None:
     return _bool(raw, f"{where} label")
 
 
-def _read(path: Path) -> Iterable[tuple[str, Any]]:
+def _read(path: Path, encoding: str | None) -> Iterable[tuple[str, Any]]:
     try:
-        handle = path.open(encoding="utf-8")
+        text_encoding = detect_encoding(path, encoding)
     except OSError as exc:
         raise ConfigError(f"calibrate: cannot read the labels file {path}: {exc.strerror or exc}") from None
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{path.name} line {number}"
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{where}: not valid JSON ({exc.msg}); one JSON object per line") from None
+    for line in read_lines(path, text_encoding):
+        where = f"{path.name} line {line.number}"
+        if line.problem is not None:
+            raise ConfigError(f"{where}: {line.problem}")
+        if not line.text.strip():
+            continue
+        try:
+            yield where, json.loads(line.text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where}: not valid JSON ({exc.msg}); one JSON object per line") from None
+        except RecursionError:
+            raise ConfigError(
+                f"{where}: nested too deeply to read (a row's values may nest {MAX_NESTING} levels, "
+                "MAX_NESTING); flatten it or leave the field out"
+            ) from None
 
 
-def load_labels(data: str | Path | Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> LabelledRows:
+def _checked(item: Mapping[str, Any], position: int, where: str) -> dict[str, Any]:
+    """The row's sample fields, checked as ``eval`` checks a row (``to_sample``): types, nesting, text."""
+    row = {k: item[k] for k in _SAMPLE_FIELDS if k in item}
+    try:
+        to_sample(Row(position, row, source=item))
+    except InvalidInputError as exc:
+        message = str(exc).removeprefix(f"row {position}: ")
+        raise ConfigError(f"{where}: {message}") from None
+    return row
+
+
+def load_labels(
+    data: str | Path | Sequence[Mapping[str, Any]], metrics: Sequence[str], *, encoding: str | None = None
+) -> LabelledRows:
     """Read labelled rows for ``metrics``.
 
+    Args:
+        data: A ``.jsonl`` file or a list of dicts.
+        metrics: The metrics to read labels for.
+        encoding: The file's text encoding (a Python codec name such as ``"cp1252"``); default UTF-8.
+
     Raises:
-        ConfigError: The file cannot be read, a line is not JSON or has no ``label``, a label is not a
-            boolean, or some metric has no labelled row (with the label fields that would label it).
+        ConfigError: The file cannot be read or decoded, a line is not JSON, is too long or nests too
+            deeply, has no ``label`` or a bad sample field, a label is not a boolean, or some metric
+            has no labelled row (with the label fields that would label it).
     """
     if isinstance(data, (str, Path)):
         path = Path(data)
         if path.suffix.lower() not in (".jsonl", ".ndjson"):
             raise ConfigError(f"calibrate: the labels must be a .jsonl file (one row per line), got {path}")
-        items: Iterable[tuple[str, Any]] = _read(path)
+        items: Iterable[tuple[str, Any]] = _read(path, encoding)
         source = str(path)
     else:
         items = ((f"row {i}", row) for i, row in enumerate(data))
@@ -126,12 +160,16 @@ def load_labels(data: str | Path | Sequence[Mapping[str, Any]], metrics: Sequenc
             raise ConfigError(
                 f"{where}: no 'label' field (true/false, or a dict such as {{'faithful': true}})"
             )
+        try:
+            check_nesting(item["label"], "label")  # first: a label nested too deeply breaks repr() below
+        except InvalidInputError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
         found = {m: _label_for(item["label"], m, where) for m in metrics}
         if all(v is None for v in found.values()):
             continue
-        row = {k: item[k] for k in _SAMPLE_FIELDS if k in item}
-        row.setdefault("id", f"label-{len(rows)}")
         position = len(rows)
+        row = _checked(item, position, where)
+        row.setdefault("id", f"label-{position}")
         rows.append(row)
         for metric, value in found.items():
             if value is not None:

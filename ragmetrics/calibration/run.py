@@ -193,6 +193,7 @@ async def calibrate(
     bootstrap: int = 1000,
     seed: int = 0,
     cache: bool = True,
+    encoding: str | None = None,
     **pipeline_options: Any,
 ) -> CalibrationReport:
     """Score ``labels`` with each judge and measure how well each agrees with the people who labelled them.
@@ -211,11 +212,13 @@ async def calibrate(
         bootstrap: Resamples per interval (0: no intervals).
         seed: The bootstrap's seed.
         cache: Read and write the judge disk cache (a re-run costs nothing).
+        encoding: The labels file's text encoding (``"cp1252"``...); default UTF-8.
         pipeline_options: :class:`~ragmetrics.pipeline.runner.EvaluationPipeline` options
             (``concurrency``, ``max_cost_usd``...), applied to each judge's run.
 
     Raises:
-        ConfigError: Bad labels, no labelled row for a metric, an unknown metric or judge spec.
+        ConfigError: Bad labels (a line that cannot be read, a bad field, a label that is not a boolean:
+            before any row is scored), no labelled row for a metric, an unknown metric or judge spec.
     """
     from ragmetrics.pipeline.runner import EvaluationPipeline
     from ragmetrics.settings import default_judge_spec
@@ -228,7 +231,7 @@ async def calibrate(
     chosen = list(judges) if judges else [default_judge_spec()]
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
         raise ConfigError(f"calibrate(): bootstrap must be a whole number >= 0, got {bootstrap!r}")
-    data: LabelledRows = load_labels(labels, names)
+    data: LabelledRows = load_labels(labels, names, encoding=encoding)
     pipeline_options.setdefault("progress", False)
     # calibration measures the judge against labels itself; its calls per label are the labels' own
     pipeline_options.setdefault("canaries", False)

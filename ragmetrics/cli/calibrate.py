@@ -3,7 +3,8 @@
 Scores a labelled JSONL (or the bundled ExpertQA example) with every ``--judge`` and prints, per metric,
 the judges side by side (see :mod:`ragmetrics.calibration`). Exit codes: 0 done; 1 a judge scored none
 of the labelled rows of some metric (nothing to measure: the figures would be empty); 2 usage error
-(missing file, bad label, unknown metric or judge, missing API key, unwritable output path).
+(missing file, a line that cannot be read, bad label or field, unknown metric or judge, missing API key,
+unwritable output path).
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ def add_calibrate_command(commands: Any) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (0)")
     parser.add_argument("--concurrency", type=positive_int, default=8, metavar="N", help="rows in flight (8)")
+    parser.add_argument(
+        "--encoding",
+        metavar="NAME",
+        help="the labels file's encoding, e.g. cp1252 or latin-1 (default UTF-8; a byte order mark wins)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
     parser.add_argument("--json", action="store_true", help="print the report as JSON (for machines)")
     parser.add_argument("--html", metavar="PATH", help="also write the report as a self-contained HTML page")
@@ -113,6 +119,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             bootstrap=args.bootstrap,
             seed=args.seed,
             cache=not args.no_cache,
+            encoding=args.encoding,
             concurrency=args.concurrency,
         )
     except ConfigError as exc:

@@ -11,7 +11,12 @@ experiment ``MLFLOW_EXPERIMENT_NAME`` (default ``ragmetrics``) on that tracking 
 * artifacts: the records as JSON lines (``records.jsonl``, lossless: ``read_jsonl`` reads it back) and
   the HTML report (``report.html``).
 
-It talks to the server through ``mlflow.MlflowClient`` (no global active run is started or changed).
+It talks to the server through ``mlflow.MlflowClient`` (no global active run is started or changed),
+on a worker thread: the whole export is bounded by ``timeout_s`` (``RAGMETRICS_EXPORT_TIMEOUT_S``, else
+30 s, ``EXPORT_TIMEOUT_S``), as MLflow's own retries (7, with backoff) and 120 s request timeout held a
+run 251 s on a dead port and 367 s on a server that never answers. Past it, :class:`ExportError` says
+so; the worker sends no further request but one marking a run it made ``FAILED`` (the request in
+flight ends by MLflow's own timeouts).
 Needs the ``mlflow`` extra: ``pip install 'ragmetrics[mlflow]'``; ``import ragmetrics`` never imports it.
 """
 
@@ -19,14 +24,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragmetrics._check import check_number
 from ragmetrics.errors import ExportError, MissingDependencyError
+from ragmetrics.settings import EXPORT_TIMEOUT_S, export_timeout_s
 
-__all__ = ["DEFAULT_EXPERIMENT", "export_mlflow", "run_metrics", "run_params"]
+__all__ = ["DEFAULT_EXPERIMENT", "EXPORT_TIMEOUT_S", "export_mlflow", "run_metrics", "run_params"]
 
 DEFAULT_EXPERIMENT = "ragmetrics"
 _PARAM_MAX = 6000  # MLflow's limit on a param value's length
@@ -93,6 +101,7 @@ def export_mlflow(
     data: str | None = None,
     records_path: str | Path | None = None,
     report_path: str | Path | None = None,
+    timeout_s: float | None = None,
 ) -> str:
     """Log one run of results to an MLflow tracking server; returns the MLflow run id.
 
@@ -106,51 +115,114 @@ def export_mlflow(
         data: What was scored (a file name), logged as the ``data`` param.
         records_path: A JSONL records file already written, logged as is; without it one is written.
         report_path: An HTML report already written, logged as is; without it one is written.
+        timeout_s: Seconds the whole export may take; None: ``RAGMETRICS_EXPORT_TIMEOUT_S``, else 30.
 
     Raises:
         MissingDependencyError: The ``mlflow`` extra is not installed.
-        ExportError: The tracking server refused the run or could not be reached.
+        ExportError: The tracking server refused the run, could not be reached, or did not finish
+            within ``timeout_s``.
+        ConfigError: ``timeout_s`` (or ``RAGMETRICS_EXPORT_TIMEOUT_S``) is not a number of seconds > 0.
     """
     try:
         from mlflow.entities import Metric, Param
-        from mlflow.exceptions import MlflowException
-        from mlflow.tracking import MlflowClient
     except ImportError as exc:
         raise MissingDependencyError("mlflow", "mlflow", "exporting scores to MLflow") from exc
 
+    limit = export_timeout_s() if timeout_s is None else timeout_s
+    limit = check_number(limit, "timeout_s", "export_mlflow", low=0, low_open=True)
     report = records.summary()
     items = list(records)
-    name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
     now = int(time.time() * 1000)
     metrics = [Metric(k, v, now, 0) for k, v in run_metrics(report).items()]
     params = [Param(k, v) for k, v in run_params(report, items, data=data).items()]
-    client = MlflowClient(tracking_uri=tracking_uri)
-    run_id = None
-    try:
-        found = client.get_experiment_by_name(name)
-        experiment_id = found.experiment_id if found is not None else client.create_experiment(name)
-        run = client.create_run(
-            experiment_id, run_name=run_name, tags={"ragmetrics.version": report.ragmetrics_version}
+    export = _Export(tracking_uri, experiment, run_name, report.ragmetrics_version)
+    with tempfile.TemporaryDirectory(prefix="ragmetrics-mlflow-") as tmp:
+        try:
+            files = [
+                _records_file(records, records_path, Path(tmp)),
+                Path(report_path) if report_path else _report_file(report, Path(tmp), data),
+            ]
+        except OSError as exc:
+            raise ExportError(f"--export mlflow:{tracking_uri}: {type(exc).__name__}: {exc}") from exc
+        worker = threading.Thread(
+            target=export.run, args=(metrics, params, files), name="ragmetrics-mlflow", daemon=True
         )
-        run_id = run.info.run_id
-        for start in range(0, len(metrics), _BATCH_METRICS):
-            client.log_batch(run_id, metrics=metrics[start : start + _BATCH_METRICS])
-        for start in range(0, len(params), _BATCH_PARAMS):
-            client.log_batch(run_id, params=params[start : start + _BATCH_PARAMS])
-        with tempfile.TemporaryDirectory(prefix="ragmetrics-mlflow-") as tmp:
-            jsonl = _records_file(records, records_path, Path(tmp))
-            html = Path(report_path) if report_path else _report_file(report, Path(tmp), data)
-            client.log_artifact(run_id, str(jsonl))
-            client.log_artifact(run_id, str(html))
-        client.set_terminated(run_id, "FINISHED")
-    except (MlflowException, OSError) as exc:
-        if run_id is not None:
-            try:
-                client.set_terminated(run_id, "FAILED")
-            except (MlflowException, OSError):
-                pass
-        raise ExportError(f"--export mlflow:{tracking_uri}: {type(exc).__name__}: {exc}") from exc
-    return str(run_id)
+        worker.start()
+        worker.join(limit)
+        if worker.is_alive():
+            export.stopped.set()
+            raise ExportError(
+                f"--export mlflow:{tracking_uri}: the tracking server did not take the run within "
+                f"{limit:g} s (RAGMETRICS_EXPORT_TIMEOUT_S, default {EXPORT_TIMEOUT_S:g}); it was "
+                f"{export.step}; check that the server is up and answering, or allow it longer"
+            )
+    if export.error is not None:
+        raise export.error
+    return str(export.run_id)
+
+
+class _Stopped(Exception):
+    """The caller stopped waiting: no further request is sent."""
+
+
+class _Export:
+    """One export's requests, made on a worker thread; its outcome is read once the thread ends."""
+
+    def __init__(self, uri: str, experiment: str | None, run_name: str | None, version: str) -> None:
+        self.uri, self.run_name, self.version = uri, run_name, version
+        self.experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
+        self.stopped = threading.Event()
+        self.step = "connecting"
+        self.run_id: str | None = None
+        self.error: Exception | None = None
+
+    def _next(self, step: str) -> None:
+        if self.stopped.is_set():
+            raise _Stopped
+        self.step = step
+
+    def run(self, metrics: list[Any], params: list[Any], files: list[Path]) -> None:
+        """Create the run, log its metrics, params and files, and mark it finished (or failed)."""
+        from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
+
+        client = None
+        try:
+            client = MlflowClient(tracking_uri=self.uri)
+            self._next(f"looking up the experiment {self.experiment!r}")
+            found = client.get_experiment_by_name(self.experiment)
+            if found is None:
+                self._next(f"creating the experiment {self.experiment!r}")
+            experiment_id = (
+                found.experiment_id if found is not None else client.create_experiment(self.experiment)
+            )
+            self._next("creating the run")
+            run = client.create_run(
+                experiment_id, run_name=self.run_name, tags={"ragmetrics.version": self.version}
+            )
+            self.run_id = run.info.run_id
+            for start in range(0, len(metrics), _BATCH_METRICS):
+                self._next(f"logging metrics to run {self.run_id}")
+                client.log_batch(self.run_id, metrics=metrics[start : start + _BATCH_METRICS])
+            for start in range(0, len(params), _BATCH_PARAMS):
+                self._next(f"logging params to run {self.run_id}")
+                client.log_batch(self.run_id, params=params[start : start + _BATCH_PARAMS])
+            for path in files:
+                self._next(f"uploading {path.name} to run {self.run_id}")
+                client.log_artifact(self.run_id, str(path))
+            self._next(f"marking run {self.run_id} finished")
+            client.set_terminated(self.run_id, "FINISHED")
+        except (MlflowException, OSError, _Stopped) as exc:
+            if client is not None and self.run_id is not None:
+                try:
+                    client.set_terminated(self.run_id, "FAILED")
+                except (MlflowException, OSError):
+                    pass
+            if not isinstance(exc, _Stopped):
+                self.error = ExportError(f"--export mlflow:{self.uri}: {type(exc).__name__}: {exc}")
+                self.error.__cause__ = exc
+        except Exception as exc:  # raised again on the caller's thread, as before the worker
+            self.error = exc
 
 
 def _records_file(records: Any, given: str | Path | None, tmp: Path) -> Path:

@@ -41,7 +41,17 @@ from ragmetrics.pipeline._file_rows import (
 from ragmetrics.pipeline._row import Row, plain_value, provenance, to_sample
 from ragmetrics.sample import Sample
 
-__all__ = ["ALIASES", "FALLBACKS", "FIELDS", "Dataset", "Row", "provenance", "to_sample"]
+__all__ = [
+    "ALIASES",
+    "FALLBACKS",
+    "FIELDS",
+    "Dataset",
+    "Row",
+    "detect_encoding",
+    "provenance",
+    "read_lines",
+    "to_sample",
+]
 
 FIELDS = ("question", "answer", "contexts", "reference", "id", "meta")
 """The sample fields a column can map to."""

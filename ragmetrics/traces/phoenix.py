@@ -16,6 +16,10 @@ another service, has no span without a parent among those read; each such trace 
 by trace id (Phoenix >= 13.9; an older server is read whole instead), so it is scored or left out
 exactly as a full read would.
 
+A read is capped (see :mod:`._phoenix_caps`): at most ``MAX_PHOENIX_PAGES`` requests,
+``MAX_PHOENIX_BYTES`` of replies and ``MAX_PHOENIX_SECONDS`` of wall time, and a page cursor sent twice
+ends it; each is a ``ConfigError`` naming the server and the cap.
+
 An API key, when the server needs one, is read by the Phoenix client from ``PHOENIX_API_KEY``. Needs the
 ``phoenix`` extra: ``pip install 'ragmetrics[phoenix]'``.
 """
@@ -27,7 +31,14 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from ragmetrics.errors import ConfigError, MissingDependencyError
+from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
+from ragmetrics.traces._phoenix_caps import (
+    MAX_PHOENIX_BYTES,
+    MAX_PHOENIX_PAGES,
+    MAX_PHOENIX_SECONDS,
+    CappedTransport,
+    ReadBudget,
+)
 from ragmetrics.traces.samples import MAX_SPANS
 from ragmetrics.traces.spans import TraceSpan, _hex_id, event_messages, keep_attribute
 
@@ -57,17 +68,24 @@ def parse_phoenix_url(target: str, flag: str = "--traces") -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}", project
 
 
-def phoenix_client(base_url: str, feature: str) -> Any:
-    """A ``phoenix.client.Client`` for ``base_url``.
+def phoenix_client(base_url: str, feature: str, transport: Any = None) -> Any:
+    """A ``phoenix.client.Client`` for ``base_url`` (its requests through ``transport``, when given).
 
     Raises:
         MissingDependencyError: ``arize-phoenix-client`` is not installed.
     """
     try:
         from phoenix.client import Client
+        from phoenix.client.utils.config import get_env_client_headers
     except ImportError as exc:
         raise MissingDependencyError("arize-phoenix-client", "phoenix", feature) from exc
-    return Client(base_url=base_url)
+    if transport is None:
+        return Client(base_url=base_url)
+    import httpx  # a dependency of openai and of the Phoenix client
+
+    # the headers the client would set itself (PHOENIX_API_KEY, PHOENIX_CLIENT_HEADERS)
+    http = httpx.Client(base_url=base_url, headers=get_env_client_headers(), transport=transport)
+    return Client(base_url=base_url, http_client=http)
 
 
 def _start_ns(text: Any) -> int:
@@ -108,9 +126,11 @@ def _moment(ns: int) -> datetime:
 class _Reader:
     """One project's spans through the Phoenix client, its HTTP errors as ConfigErrors."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, **caps: Any) -> None:
         self.base_url, self.project = parse_phoenix_url(target)
-        self.client = phoenix_client(self.base_url, "reading traces from Phoenix")
+        self.budget = ReadBudget(self.base_url, self.project, **caps)
+        self.transport = CappedTransport(self.budget)
+        self.client = phoenix_client(self.base_url, "reading traces from Phoenix", self.transport)
 
     def get(self, **filters: Any) -> list[Any]:
         import httpx  # a dependency of openai and of the Phoenix client
@@ -134,7 +154,14 @@ class _Reader:
             raise ConfigError(
                 f"--traces: Phoenix at {self.base_url} refused the spans request ({why})"
             ) from None
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # not JSON, not a page of spans
+            raise ConfigError(
+                f"--traces: Phoenix at {self.base_url} sent a reply that is not a page of spans "
+                f"({type(exc).__name__}: {shorten(str(exc), 200)}); check that the URL is a Phoenix server"
+            ) from None
         except httpx.HTTPError as exc:
+            if self.budget.left_s() <= 0:  # a timeout cut short by the time cap
+                raise self.budget.timed_out() from None
             raise ConfigError(f"--traces: cannot reach Phoenix at {self.base_url}: {exc}") from None
 
 
@@ -170,18 +197,34 @@ def _windowed(reader: _Reader, since_ns: int) -> list[Any]:
     return [r for r in raws if _trace_id(r) not in cut_ids] + whole
 
 
-def read_phoenix(target: str, *, since_ns: int | None = None) -> Iterator[TraceSpan | str]:
+def read_phoenix(
+    target: str,
+    *,
+    since_ns: int | None = None,
+    max_pages: int = MAX_PHOENIX_PAGES,
+    max_bytes: int = MAX_PHOENIX_BYTES,
+    max_seconds: float = MAX_PHOENIX_SECONDS,
+) -> Iterator[TraceSpan | str]:
     """Every span of a Phoenix project, oldest first, or a problem string for a span that is not a span.
 
-    ``since_ns``: read only the traces whose root starts at or after it (unix nanoseconds), and the
-    traces the window cuts, whole (see the module's docstring); None: every span.
+    Args:
+        target: ``phoenix:http://HOST:PORT[/PROJECT]``.
+        since_ns: Read only the traces whose root starts at or after it (unix nanoseconds), and the
+            traces the window cuts, whole (see the module's docstring); None: every span.
+        max_pages: Requests the read may send in all.
+        max_bytes: Reply bytes the read may take in all.
+        max_seconds: Wall time the read may take.
 
     Raises:
-        ConfigError: A bad URL, a server that cannot be reached or refuses, an unknown project.
+        ConfigError: A bad URL, a server that cannot be reached or refuses, an unknown project, or a
+            server that goes past a cap or sends a page cursor twice.
         MissingDependencyError: ``arize-phoenix-client`` is not installed.
     """
-    reader = _Reader(target)
-    spans = reader.get() if since_ns is None else _windowed(reader, since_ns)
+    reader = _Reader(target, max_pages=max_pages, max_bytes=max_bytes, max_seconds=max_seconds)
+    try:
+        spans = reader.get() if since_ns is None else _windowed(reader, since_ns)
+    finally:
+        reader.transport.close()
     found = []
     for number, raw in enumerate(spans, 1):
         if isinstance(raw, Mapping):

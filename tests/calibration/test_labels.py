@@ -63,7 +63,7 @@ def test_a_metric_nobody_labelled_is_an_error_naming_the_fields(tmp_path: Path) 
 
 def test_not_json_and_not_jsonl_are_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"label": true}\n{not json\n', encoding="utf-8")
+    bad.write_text('{"answer": "a", "label": true}\n{not json\n', encoding="utf-8")
     with pytest.raises(ConfigError, match="line 2: not valid JSON"):
         load_labels(bad, ["faithfulness"])
     with pytest.raises(ConfigError, match=r"must be a \.jsonl file"):

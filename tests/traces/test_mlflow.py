@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +18,8 @@ from ragmetrics.cli import main
 from ragmetrics.pipeline.report import read_jsonl
 from ragmetrics.testing import FakeLLMServer
 from tests.traces.servers import free_port, start_server
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ROWS = [
     {
@@ -172,6 +177,105 @@ def test_an_unreachable_tracking_server_exits_1_after_writing_the_scores(
     assert code == 1
     assert "--export mlflow:http://127.0.0.1:" in capsys.readouterr().err
     assert len(list(read_jsonl(out))) == 3
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A tracking URI whose server accepts connections and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:  # closed at the end of the test
+                return
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() above
+    listener.close()
+    thread.join(5)
+    for connection in held:
+        connection.close()
+
+
+@pytest.mark.parametrize("server", ["dead port", "silent server"])
+def test_an_export_to_a_dead_or_silent_server_gives_up_within_the_bound(
+    server: str, data: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # MLflow's own retries (7, with backoff) and 120 s timeouts held the run 251 s on a dead port and
+    # longer on a silent server; the export is bounded as a whole (RAGMETRICS_EXPORT_TIMEOUT_S, 30 s by
+    # default, 3 s here). The CLI runs in a subprocess so an unbounded export fails the test, not CI.
+    pytest.importorskip("mlflow")
+    uri = (
+        f"http://127.0.0.1:{free_port()}"
+        if server == "dead port"
+        else request.getfixturevalue("silent_server")
+    )
+    out = tmp_path / "scores.jsonl"
+    argv = [sys.executable, "-m", "ragmetrics.cli", "eval", str(data), "--judge", "offline"]
+    argv += ["--metrics", "faithfulness", "--quiet", "--out", str(out), "--export", f"mlflow:{uri}"]
+    env = {**os.environ, "RAGMETRICS_EXPORT_TIMEOUT_S": "3"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    for name in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT"):
+        env.pop(name, None)  # MLflow's defaults: the bound must hold without them
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the MLflow export did not give up within 120 s")
+    seconds = time.perf_counter() - started
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert f"--export mlflow:{uri}: the tracking server did not take the run within 3 s" in done.stderr
+    assert "looking up the experiment 'ragmetrics'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(list(read_jsonl(out))) == 3  # the scores were written before the export
+    assert seconds < 60  # 3 s of export, plus starting Python, importing mlflow and scoring 3 rows
+
+
+def test_export_mlflow_from_python_is_bounded_by_timeout_s(data: Path, silent_server: str) -> None:
+    # in a subprocess: the worker thread left waiting on the silent server ends with MLflow's own timeouts
+    pytest.importorskip("mlflow")
+    code = f"""if True:
+        import time, ragmetrics
+        from ragmetrics.errors import ExportError
+        from ragmetrics.integrations.mlflow import export_mlflow
+        results = ragmetrics.evaluate_sync(
+            {str(data)!r}, metrics=["faithfulness"], llm="offline", progress=False
+        )
+        started = time.perf_counter()
+        try:
+            export_mlflow(results, {silent_server!r}, timeout_s=1.5)
+        except ExportError as exc:
+            print(round(time.perf_counter() - started, 1), exc)
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seconds, message = done.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert (
+        f"--export mlflow:{silent_server}: the tracking server did not take the run within 1.5 s" in message
+    )
+    assert 1.5 <= float(seconds) < 5
+
+
+def test_a_bad_export_timeout_is_a_config_error(data: Path, monkeypatch) -> None:
+    pytest.importorskip("mlflow")
+    import ragmetrics
+    from ragmetrics.errors import ConfigError
+    from ragmetrics.integrations.mlflow import export_mlflow
+
+    results = ragmetrics.evaluate_sync(str(data), metrics=["faithfulness"], llm="offline", progress=False)
+    with pytest.raises(ConfigError, match="export_mlflow: timeout_s must be a number > 0, got 0"):
+        export_mlflow(results, "http://127.0.0.1:1", timeout_s=0)
+    monkeypatch.setenv("RAGMETRICS_EXPORT_TIMEOUT_S", "soon")
+    with pytest.raises(ConfigError, match="RAGMETRICS_EXPORT_TIMEOUT_S must be a finite number > 0"):
+        export_mlflow(results, "http://127.0.0.1:1")
 
 
 @pytest.mark.parametrize("target", ["mlflow:", "mlflow", "phoenixx"])
