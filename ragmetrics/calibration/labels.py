@@ -28,6 +28,7 @@ from typing import Any
 
 from ragmetrics._check import MAX_NESTING, check_nesting
 from ragmetrics.errors import ConfigError, InvalidInputError, shorten
+from ragmetrics.metrics.base import too_long_to_split
 from ragmetrics.pipeline.dataset import Row, detect_encoding, read_lines, to_sample
 
 __all__ = ["EXAMPLE_LABELS", "LABEL_FIELDS", "LabelledRows", "example_path", "load_labels"]
@@ -120,7 +121,10 @@ def _checked(item: Mapping[str, Any], position: int, where: str) -> dict[str, An
     """The row's sample fields, checked as ``eval`` checks a row (``to_sample``): types, nesting, text."""
     row = {k: item[k] for k in _SAMPLE_FIELDS if k in item}
     try:
-        to_sample(Row(position, row, source=item))
+        sample = to_sample(Row(position, row, source=item))
+        long = too_long_to_split(sample, "calibrate")  # as eval's claim metrics refuse it: at once
+        if long is not None:
+            raise long
     except InvalidInputError as exc:
         message = str(exc).removeprefix(f"row {position}: ")
         raise ConfigError(f"{where}: {message}") from None

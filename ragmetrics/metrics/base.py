@@ -16,7 +16,7 @@ too), and get their ``*_sync`` twins from :func:`ragmetrics._aio.run_sync`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # typing only: the judge layer is below metrics, but its impo
     from ragmetrics.judge.cache import CachingJudge
 
 __all__ = [
+    "MAX_SPLIT_CHARS",
     "JudgedMetric",
     "Metric",
     "MetricLike",
@@ -36,6 +37,7 @@ __all__ = [
     "missing_input",
     "needs_of",
     "passed_at",
+    "too_long_to_split",
 ]
 
 SampleField = Literal["question", "answer", "contexts", "reference"]
@@ -190,3 +192,25 @@ def passed_at(score: float | None, threshold: float | None) -> bool | None:
     if score is None or threshold is None:
         return None
     return score >= threshold
+
+
+MAX_SPLIT_CHARS = 1_000_000
+"""The longest answer or reference a claim metric splits into claims (characters). Longer is the row's
+``invalid_input``, at once and with no call: the offline judge took 52 s and 1.1 GB on a 7 MB answer,
+and no judge's reply holds the claims of a text that long."""
+
+
+def too_long_to_split(
+    sample: Sample, owner: str, fields: Sequence[str] = ("answer", "reference")
+) -> InvalidInputError | None:
+    """The error for a text of ``fields`` over :data:`MAX_SPLIT_CHARS` (None when each fits)."""
+    for name in fields:
+        text = getattr(sample, name) or ""
+        if len(text) > MAX_SPLIT_CHARS:
+            return InvalidInputError(
+                name,
+                f"at most {MAX_SPLIT_CHARS:,} characters (MAX_SPLIT_CHARS)",
+                row=sample.id,
+                detail=f"{owner}'s request splits it into claims; it has {len(text):,}: score a shorter text",
+            )
+    return None

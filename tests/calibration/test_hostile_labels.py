@@ -62,6 +62,10 @@ HOSTILE = {
         json.dumps({**ROW, "contexts": "The tower is in Paris."}).encode() + b"\n",
         "labels.jsonl line 2: field 'contexts' must be a list of strings",
     ),
+    "an answer over MAX_SPLIT_CHARS (7 MB: 124 s and 2.6 GB with the offline judge before)": (
+        json.dumps({**ROW, "answer": "The tower is in Paris. " * 310_000}).encode() + b"\n",
+        "labels.jsonl line 2: field 'answer' must be at most 1,000,000 characters (MAX_SPLIT_CHARS)",
+    ),
     "no answer": (
         json.dumps({"question": "q?", "contexts": [], "label": True}).encode() + b"\n",
         "labels.jsonl line 2: field 'answer' must be present in every row",

@@ -26,11 +26,11 @@ from typing import Any, ClassVar
 
 from ragmetrics._aio import run_sync
 from ragmetrics._version import __version__
-from ragmetrics.errors import ConfigError, JudgeError, NoScoreError
+from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.failure import failure_from
 from ragmetrics.judge import Judge
 from ragmetrics.metrics._judged import JudgeHolder
-from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at
+from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at, too_long_to_split
 from ragmetrics.metrics.claims.engine import (
     EXTRACT_VERSION,
     VERIFY_V2_VERSION,
@@ -289,7 +289,7 @@ class ClaimMetric(JudgeHolder):
 
     def plans(self, sample: Sample, repeat: int = 0) -> list[ClaimPlan]:
         """The calls this metric makes on ``sample`` (none when an input it needs is missing)."""
-        if missing_input(sample, self.needs, self.name) is not None:
+        if missing_input(sample, self.needs, self.name) or self._too_long(sample):
             return []
         return [plan(sample, self.active_task, self.context_budget_tokens, repeat, force=self.verify_always)]
 
@@ -367,7 +367,7 @@ class ClaimMetric(JudgeHolder):
         """Score a validated sample; judge failures become a result with a status, never an exception."""
         started = time.perf_counter()
         judge = self.judge
-        missing = missing_input(sample, self.needs, self.name)
+        missing = missing_input(sample, self.needs, self.name) or self._too_long(sample)
         if missing is not None:
             return self._result(ClaimScore(score=None, status="invalid_input", message=str(missing)), started)
         try:
@@ -386,6 +386,11 @@ class ClaimMetric(JudgeHolder):
         scored = self.scoring(found)
         scored = replace(scored, details={**scored.details, "judge_health": found.health})
         return self._result(scored, started, usage=outcome.usage, found=found.reported)
+
+    def _too_long(self, sample: Sample) -> InvalidInputError | None:
+        """The error for a text this metric's task splits into claims that is over ``MAX_SPLIT_CHARS``."""
+        task = self.active_task
+        return too_long_to_split(sample, self.name, (task.split, *(("reference",) if task.also else ())))
 
     # -- the one place a claim score becomes a result ----------------------------------------------
     def _signature(self) -> str:
