@@ -68,6 +68,21 @@ class CanaryResult(BaseModel):
         """The judge answered and got a probe wrong: what the gate fails on."""
         return self.answered and not self.passed
 
+    @classmethod
+    def of_error(cls, spec: str, draw: CanaryDraw, exc: BaseException) -> CanaryResult:
+        """The result of a judge whose canary call failed for good (no reply: no verdict either way)."""
+        from ragmetrics.score import spent_by
+
+        return cls(
+            judge=spec,
+            passed=False,
+            probes=probe_verdicts([], draw.probes),
+            usage=spent_by(exc),
+            message=str(exc)[:300],
+            answered=getattr(exc, "status", None) not in NO_REPLY,
+            source=draw.source,
+        )
+
     def describe(self) -> str:
         """``passed 3/3 (supported, contradicted, unrelated), 2 calls``."""
         calls = f"{self.usage.calls} call{'s' if self.usage.calls != 1 else ''}"
@@ -98,19 +113,7 @@ async def run_canaries(judges: Sequence[CachingJudge], draw: CanaryDraw | None =
         try:
             result = await metric.evaluate_sample(sample)
         except Exception as exc:  # a judge failing for good fails its canaries; the run goes on
-            from ragmetrics.score import spent_by
-
-            out.append(
-                CanaryResult(
-                    judge=judge.info.spec,
-                    passed=False,
-                    probes=probe_verdicts([], draw.probes),
-                    usage=spent_by(exc),
-                    message=str(exc)[:300],
-                    answered=getattr(exc, "status", None) not in NO_REPLY,
-                    source=draw.source,
-                )
-            )
+            out.append(CanaryResult.of_error(judge.info.spec, draw, exc))
             continue
         probes = probe_verdicts(result.claims, draw.probes)
         out.append(

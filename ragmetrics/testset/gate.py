@@ -5,7 +5,8 @@ Before the first candidate, the verifier gets a canary drawn from the run's own 
 the same or another sentence with a number changed (or ``not`` added) that must come back
 contradicted, and another chunk's sentence that must not come back supported. It is sent as a
 reference's verification is (the three sentences as the reference's claims, no extraction call): one
-call, cached. A verifier that fails it verifies nothing: the run writes no item. During the run, the
+call, cached (in batch mode it rides in the first wave's batches). A verifier that fails it verifies
+nothing: the run writes no item. During the run, the
 verifier's quotes are checked as every candidate's are; a verifier whose quotes are not in the chunks
 it cites (reading rate under ``JUDGE_HEALTH_MIN``) fails the gate too.
 """
@@ -19,11 +20,10 @@ from ragmetrics.judge import Judge
 from ragmetrics.metrics.claims.engine import ClaimTask, plan
 from ragmetrics.metrics.claims.run import run_claims
 from ragmetrics.metrics.claims.schemas import ClaimExtraction, ExtractedClaim
-from ragmetrics.pipeline.canaries import NO_REPLY, CanaryResult, canary_message
+from ragmetrics.pipeline.canaries import CanaryResult, canary_message
 from ragmetrics.pipeline.canary_draw import DRAW_ROWS, draw_canary, probe_verdicts
 from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN, JudgeHealth, judge_gate_message
 from ragmetrics.sample import Sample
-from ragmetrics.score import spent_by
 from ragmetrics.testset.documents import Chunk
 
 __all__ = ["gate_messages", "testset_canary"]
@@ -46,15 +46,7 @@ async def testset_canary(
     try:
         outcome = await run_claims(judge, plan(draw.sample, ClaimTask(), budget_tokens), claims=claims)
     except JudgeError as exc:
-        return CanaryResult(
-            judge=spec,
-            passed=False,
-            probes=probe_verdicts([], draw.probes),
-            usage=spent_by(exc),
-            message=str(exc)[:300],
-            answered=getattr(exc, "status", None) not in NO_REPLY,
-            source=draw.source,
-        )
+        return CanaryResult.of_error(spec, draw, exc)
     probes = probe_verdicts(outcome.records(), draw.probes)
     return CanaryResult(
         judge=spec,
