@@ -1,7 +1,9 @@
 """``ragmetrics generate DOCS... --size N --out testset.jsonl``: a test set from the user's documents.
 
 Usage problems (a missing document, a bad ``--mix``, an unknown judge, a missing key, a budget on an
-unpriced model) are one line on stderr and exit code 2, found before the first LLM call. The output
+unpriced model, a document or chunk file that is unreadable or over a cap of
+:mod:`ragmetrics.testset.limits`) are one line on stderr and exit code 2, found before the first LLM
+call. The output
 is appended item by item, so a run that is killed is resumed by running the same command again;
 ``--fresh`` starts over. ``--estimate`` prints the predicted calls and cost and calls nothing.
 ``--batch`` (with eval's companions ``--resume``, ``--batch-dir``, ``--poll-interval``, ``--max-wait``)
@@ -31,7 +33,8 @@ __all__ = ["add_generate_command", "cmd_generate"]
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PENDING = 0, 1, 2, 3
 _EPILOG = (
     "exit codes: 0 the test set has --size items, 1 fewer items could be verified (see the rejects file), "
-    "2 usage error (missing document, bad --mix, unknown judge, missing API key, unwritable output), "
+    "2 usage error (missing or unreadable document, a size cap passed, bad --mix, unknown judge, missing "
+    "API key, unwritable output), "
     "3 provider batches still running after --max-wait (run again with --batch --resume)"
 )
 

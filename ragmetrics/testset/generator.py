@@ -1,11 +1,12 @@
 """``ragmetrics.generate(documents, size=N, out=...)``: a test set from the user's own documents.
 
-The run: load and chunk the documents, lay out the candidate slots (:mod:`.slots`), then run them in
-waves of at most ``concurrency`` (each wave only as large as the items still missing, and as the
-budget allows), and keep the accepted items in slot order, dropping near-duplicate questions. Items
-and rejects are appended to their JSONL files as each wave ends, flushed and synced, so a run
-killed at any point loses at most the wave in flight, whose calls are in the judge's disk cache: a
-rerun with the same arguments skips the slots already written and pays only for the missing items.
+The run: load and chunk the documents (under the caps of :mod:`.limits`), lay out the candidate slots
+(:mod:`.slots`), then run them in waves of at most ``concurrency`` (each wave only as large as the
+items still missing, and as the budget allows), and keep the accepted items in slot order, dropping
+near-duplicate questions. Items and rejects are appended to their JSONL files as each wave ends,
+flushed and synced, so a run killed at any point loses at most the wave in flight, whose calls are
+in the judge's disk cache: a rerun with the same arguments skips the slots already written and pays
+only for the missing items.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.score import Usage
 from ragmetrics.testset.batch import BatchWaves
 from ragmetrics.testset.budget import estimate_slots, priced
-from ragmetrics.testset.documents import Chunk, chunk_documents, load_documents
+from ragmetrics.testset.documents import Chunk, chunk_documents
+from ragmetrics.testset.limits import DocumentLimits, RunTally, limits_or_default
+from ragmetrics.testset.loading import load_documents, valid_text
 from ragmetrics.testset.records import Reject, TestsetItem
 from ragmetrics.testset.report import TestsetReport, build_report, requested_counts
 from ragmetrics.testset.slots import Slot, chunk_terms, normalise_mix, plan_slots
@@ -141,12 +144,32 @@ def _affordable(
     return kept, 0.0
 
 
-def prepare(documents: Any, *, chunk_tokens: int = 256, overlap_tokens: int = 32) -> list[Chunk]:
-    """The chunks of ``documents`` (paths, folders, LangChain Documents, LlamaIndex nodes, or chunks)."""
+def prepare(
+    documents: Any,
+    *,
+    chunk_tokens: int = 256,
+    overlap_tokens: int = 32,
+    limits: DocumentLimits | None = None,
+) -> list[Chunk]:
+    """The chunks of ``documents`` (paths, folders, LangChain Documents, LlamaIndex nodes, or chunks).
+
+    Raises:
+        ConfigError: Unreadable documents, or a cap of ``limits`` passed (chunks given as they are
+            are counted against the run's caps too).
+    """
+    limits = limits_or_default(limits)
     if isinstance(documents, Sequence) and documents and all(isinstance(d, Chunk) for d in documents):
+        tally = RunTally(limits)
+        for chunk in documents:
+            tally.text(chunk.id, len(chunk.text))
+            tally.chunk(chunk.id, len(chunk.text))
+            valid_text(chunk.text, "text", chunk.id)
         return list(documents)
     return chunk_documents(
-        load_documents(documents), chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens
+        load_documents(documents, limits=limits),
+        chunk_tokens=chunk_tokens,
+        overlap_tokens=overlap_tokens,
+        limits=limits,
     )
 
 
@@ -170,6 +193,7 @@ async def generate(
     resume: bool = True,
     progress: bool | None = False,
     batch: Any = False,
+    limits: DocumentLimits | None = None,
 ) -> Testset:
     """Generate ``size`` verified question/reference items from ``documents``.
 
@@ -207,6 +231,8 @@ async def generate(
             then verification (and claim extraction between them for references whose own claims do
             not check out). The items are those of a real-time run with
             ``concurrency >= size``.
+        limits: The caps on files, documents, chunks and the run's text
+            (:class:`~ragmetrics.testset.limits.DocumentLimits`; default: its named defaults).
 
     Raises:
         ConfigError: Bad arguments, unreadable documents, a budget with an unpriced model, batch
@@ -220,7 +246,7 @@ async def generate(
         raise ConfigError(f"generator must be 'auto', 'llm' or 'extractive', got {generator!r}")
     normalise_mix(mix)
     options = batch_options(batch)
-    chunks = prepare(documents, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
+    chunks = prepare(documents, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens, limits=limits)
     slots = plan_slots(chunks, size=size, mix=mix, styles=styles, seed=seed, max_slots=max_candidates)
     judge = resolve_judge(llm, cache=cache)
     waves = None
