@@ -107,6 +107,11 @@ def add_generate_command(commands: Any) -> None:
     parser.add_argument(
         "--estimate", action="store_true", help="print the predicted calls and cost; call nothing"
     )
+    parser.add_argument(
+        "--allow-instructions",
+        action="store_true",
+        help="write items from chunks holding instruction-like text (marked); by default they are rejects",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no report")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_batch_flags(parser)
@@ -176,6 +181,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             resume=not args.fresh,
             progress=False if args.quiet else None,
             batch=batch if batch is not None else False,
+            allow_instructions=args.allow_instructions,
         )
     except (ConfigError, MissingDependencyError) as exc:
         return _usage(str(exc))

@@ -1,7 +1,8 @@
 """Test sets from the user's own documents: grounded questions, references verified claim by claim.
 
 :func:`generate` (async) and :func:`generate_sync` load and chunk documents (:mod:`.loading`,
-:mod:`.documents`, under the caps of :mod:`.limits`), write candidate questions with an LLM or the offline extractive generator
+:mod:`.documents`, under the caps of :mod:`.limits`), set aside chunks holding instruction-like text
+(:mod:`.instructions`), write candidate questions with an LLM or the offline extractive generator
 (:mod:`.extractive`), verify every reference with the claim machinery (:mod:`.verify`), drop near
 duplicates, and append the accepted items to a JSONL file that a rerun resumes (:mod:`.generator`).
 """

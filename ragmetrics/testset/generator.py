@@ -1,6 +1,7 @@
 """``ragmetrics.generate(documents, size=N, out=...)``: a test set from the user's own documents.
 
-The run: load and chunk the documents (under the caps of :mod:`.limits`), lay out the candidate slots
+The run: load and chunk the documents, find instruction-like text in them (:mod:`.instructions`: a
+candidate from such a chunk is a reject unless ``allow_instructions``), lay out the candidate slots
 (:mod:`.slots`), then run them in waves of at most ``concurrency`` (each wave only as large as the
 items still missing, and as the budget allows), and keep the accepted items in slot order, dropping
 near-duplicate questions. Items and rejects are appended to their JSONL files as each wave ends,
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from rapidfuzz import fuzz
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_flag
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import Judge, resolve_judge
 from ragmetrics.judge.cache import CachingJudge
@@ -35,6 +37,7 @@ from ragmetrics.score import Usage
 from ragmetrics.testset.batch import BatchWaves
 from ragmetrics.testset.budget import estimate_slots, priced
 from ragmetrics.testset.documents import Chunk, chunk_documents
+from ragmetrics.testset.instructions import Finding, chunk_key, distinct, scan_chunks
 from ragmetrics.testset.limits import DocumentLimits, RunTally, limits_or_default
 from ragmetrics.testset.loading import load_documents, valid_text
 from ragmetrics.testset.records import Reject, TestsetItem
@@ -60,7 +63,7 @@ class Testset:
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The items as plain dicts (what the output file holds, one a line)."""
-        return [i.model_dump(mode="json") for i in self.items]
+        return [i.model_dump(mode="json", exclude_none=True) for i in self.items]
 
 
 def _read_jsonl(path: Path, model: type[BaseModel]) -> list[Any]:
@@ -91,7 +94,7 @@ def _append(path: Path | None, records: Sequence[BaseModel]) -> None:
         return
     with path.open("a", encoding="utf-8") as fh:
         for r in records:
-            fh.write(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(r.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -194,6 +197,7 @@ async def generate(
     progress: bool | None = False,
     batch: Any = False,
     limits: DocumentLimits | None = None,
+    allow_instructions: bool = False,
 ) -> Testset:
     """Generate ``size`` verified question/reference items from ``documents``.
 
@@ -233,6 +237,10 @@ async def generate(
             ``concurrency >= size``.
         limits: The caps on files, documents, chunks and the run's text
             (:class:`~ragmetrics.testset.limits.DocumentLimits`; default: its named defaults).
+        allow_instructions: Write items from chunks holding instruction-like text (marked in their
+            ``instructions`` field). By default such a candidate is a reject with reason
+            ``instructions`` naming the document and offset, and costs no call (see
+            :mod:`~ragmetrics.testset.instructions`); the report lists every finding either way.
 
     Raises:
         ConfigError: Bad arguments, unreadable documents, a budget with an unpriced model, batch
@@ -267,6 +275,7 @@ async def generate(
             resume=resume,
             progress=progress,
             waves=waves,
+            allow_instructions=check_flag(allow_instructions, "allow_instructions", "generate"),
         )
     finally:
         if waves is not None:
@@ -292,6 +301,7 @@ async def _run(
     resume: bool,
     progress: bool | None,
     waves: BatchWaves | None = None,
+    allow_instructions: bool = False,
 ) -> Testset:
     extractive = generator == "extractive" or (generator == "auto" and judge.info.heuristic)
     name = "extractive" if extractive else judge.info.spec
@@ -318,6 +328,7 @@ async def _run(
             f"max_cost_usd: the judge {judge.info.spec} has no price in the price table; give a price "
             "(RAGMETRICS_PRICES) or use max_candidates= to cap the calls"
         )
+    findings = scan_chunks(chunks)
     df: Counter[str] = Counter(t for c in chunks for t in chunk_terms(c))
     df[""] = len(chunks)
     usage = Usage()
@@ -344,9 +355,16 @@ async def _run(
                 return None if twin is None else f"near duplicate of {twin.id}: {twin.question[:120]!r}"
 
             async def attempt(judge: Judge, s: Slot, earlier: Any = earlier) -> Attempt:
-                return await run_slot(
+                flagged = [f for c in s.chunks for f in findings.get(chunk_key(c), ())]
+                if flagged and not allow_instructions:
+                    return Attempt(slot=s, reject=_instructions_reject(s, flagged))
+                att = await run_slot(
                     judge, s, extractive=extractive, generator=name, seed=seed, df=df, duplicate=earlier
                 )
+                if flagged and att.item is not None:
+                    marks = [f.where() for f in distinct(flagged)]
+                    att.item = att.item.model_copy(update={"instructions": marks})
+                return att
 
             if waves is not None:
                 attempts = await waves.run(wave, attempt)
@@ -401,8 +419,23 @@ async def _run(
         judge=judge.info.spec,
         resumed=resumed,
         notes=notes,
+        instructions=[f.where() for f in distinct([f for fs in findings.values() for f in fs])],
     )
     return Testset(items=items, rejects=dropped, report=report, chunks=chunks)
+
+
+def _instructions_reject(slot: Slot, flagged: Sequence[Finding]) -> Reject:
+    """The reject of a candidate whose chunks hold instruction-like text (no call was made for it)."""
+    found = distinct(flagged)
+    more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+    return Reject(
+        slot=slot.index,
+        kind=slot.kind,
+        reason="instructions",
+        detail=f"instruction-like text in {found[0].where()}{more}; no item is written from it "
+        "(allow_instructions=True, --allow-instructions, keeps such chunks)",
+        chunk_ids=[c.id for c in slot.chunks],
+    )
 
 
 def generate_sync(documents: Any, **options: Any) -> Testset:
