@@ -1,7 +1,9 @@
 """``ragmetrics generate DOCS... --size N --out testset.jsonl``: a test set from the user's documents.
 
 Usage problems (a missing document, a bad ``--mix``, an unknown judge, a missing key, a budget on an
-unpriced model) are one line on stderr and exit code 2, found before the first LLM call. The output
+unpriced model, a document or chunk file that is unreadable or over a cap of
+:mod:`ragmetrics.testset.limits`) are one line on stderr and exit code 2, found before the first LLM
+call. The output
 is appended item by item, so a run that is killed is resumed by running the same command again;
 ``--fresh`` starts over. ``--estimate`` prints the predicted calls and cost and calls nothing.
 ``--batch`` (with eval's companions ``--resume``, ``--batch-dir``, ``--poll-interval``, ``--max-wait``)
@@ -31,7 +33,8 @@ __all__ = ["add_generate_command", "cmd_generate"]
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PENDING, EXIT_JUDGE = 0, 1, 2, 3, 5
 _EPILOG = (
     "exit codes: 0 the test set has --size items, 1 fewer items could be verified (see the rejects file), "
-    "2 usage error (missing document, bad --mix, unknown judge, missing API key, unwritable output), "
+    "2 usage error (missing or unreadable document, a size cap passed, bad --mix, unknown judge, missing "
+    "API key, unwritable output), "
     "3 provider batches still running after --max-wait (run again with --batch --resume), "
     "5 the verifier failed its canary or its quotes are not in the chunks (--no-judge-gate: no check)"
 )
@@ -110,6 +113,11 @@ def add_generate_command(commands: Any) -> None:
         action="store_true",
         help="no canary for the verifier and no check of its quotes (exit 5 when it fails them)",
     )
+    parser.add_argument(
+        "--allow-instructions",
+        action="store_true",
+        help="write items from chunks holding instruction-like text (marked); by default they are rejects",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no report")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_batch_flags(parser)
@@ -180,6 +188,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             progress=False if args.quiet else None,
             batch=batch if batch is not None else False,
             judge_gate=not args.no_judge_gate,
+            allow_instructions=args.allow_instructions,
         )
     except (ConfigError, MissingDependencyError) as exc:
         return _usage(str(exc))

@@ -1,7 +1,8 @@
 """Test sets from the user's own documents: grounded questions, references verified claim by claim.
 
-:func:`generate` (async) and :func:`generate_sync` load and chunk documents
-(:mod:`.documents`), write candidate questions with an LLM or the offline extractive generator
+:func:`generate` (async) and :func:`generate_sync` load and chunk documents (:mod:`.loading`,
+:mod:`.documents`, under the caps of :mod:`.limits`), set aside chunks holding instruction-like text
+(:mod:`.instructions`), write candidate questions with an LLM or the offline extractive generator
 (:mod:`.extractive`), verify every reference with the claim machinery (:mod:`.verify`), drop near
 duplicates, and append the accepted items to a JSONL file that a rerun resumes (:mod:`.generator`).
 """
@@ -9,8 +10,10 @@ duplicates, and append the accepted items to a JSONL file that a rerun resumes (
 from __future__ import annotations
 
 from ragmetrics.testset.budget import estimate_slots
-from ragmetrics.testset.documents import Chunk, Document, chunk_documents, load_chunks, load_documents
+from ragmetrics.testset.documents import Chunk, Document, chunk_documents
 from ragmetrics.testset.generator import Testset, generate, generate_sync, prepare
+from ragmetrics.testset.limits import DocumentLimits
+from ragmetrics.testset.loading import load_chunks, load_documents
 from ragmetrics.testset.records import KINDS, STYLES, GeneratedItem, ItemClaim, Reject, TestsetItem
 from ragmetrics.testset.report import TestsetReport
 from ragmetrics.testset.slots import DEFAULT_MIX, Slot, plan_slots
@@ -21,6 +24,7 @@ __all__ = [
     "STYLES",
     "Chunk",
     "Document",
+    "DocumentLimits",
     "GeneratedItem",
     "ItemClaim",
     "Reject",

@@ -1,11 +1,13 @@
 """``ragmetrics.generate(documents, size=N, out=...)``: a test set from the user's own documents.
 
-The run: load and chunk the documents, lay out the candidate slots (:mod:`.slots`), then run them in
-waves of at most ``concurrency`` (each wave only as large as the items still missing, and as the
-budget allows), and keep the accepted items in slot order, dropping near-duplicate questions. Items
-and rejects are appended to their JSONL files as each wave ends, flushed and synced, so a run
-killed at any point loses at most the wave in flight, whose calls are in the judge's disk cache: a
-rerun with the same arguments skips the slots already written and pays only for the missing items.
+The run: load and chunk the documents, find instruction-like text in them (:mod:`.instructions`: a
+candidate from such a chunk is a reject unless ``allow_instructions``), lay out the candidate slots
+(:mod:`.slots`), then run them in waves of at most ``concurrency`` (each wave only as large as the
+items still missing, and as the budget allows), and keep the accepted items in slot order, dropping
+near-duplicate questions. Items and rejects are appended to their JSONL files as each wave ends,
+flushed and synced, so a run killed at any point loses at most the wave in flight, whose calls are
+in the judge's disk cache: a rerun with the same arguments skips the slots already written and pays
+only for the missing items.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from rapidfuzz import fuzz
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_flag
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import Judge, resolve_judge
 from ragmetrics.judge.cache import CachingJudge
@@ -35,8 +38,11 @@ from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.score import Usage
 from ragmetrics.testset.batch import BatchWaves
 from ragmetrics.testset.budget import estimate_slots, priced
-from ragmetrics.testset.documents import Chunk, chunk_documents, load_documents
+from ragmetrics.testset.documents import Chunk, chunk_documents
 from ragmetrics.testset.gate import gate_messages, testset_canary
+from ragmetrics.testset.instructions import Finding, chunk_key, distinct, scan_chunks
+from ragmetrics.testset.limits import DocumentLimits, RunTally, limits_or_default
+from ragmetrics.testset.loading import load_documents, valid_text
 from ragmetrics.testset.records import Reject, TestsetItem
 from ragmetrics.testset.report import TestsetReport, build_report, requested_counts
 from ragmetrics.testset.slots import Slot, chunk_terms, normalise_mix, plan_slots
@@ -60,7 +66,7 @@ class Testset:
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The items as plain dicts (what the output file holds, one a line)."""
-        return [i.model_dump(mode="json") for i in self.items]
+        return [i.model_dump(mode="json", exclude_none=True) for i in self.items]
 
 
 def _read_jsonl(path: Path, model: type[BaseModel]) -> list[Any]:
@@ -91,7 +97,7 @@ def _append(path: Path | None, records: Sequence[BaseModel]) -> None:
         return
     with path.open("a", encoding="utf-8") as fh:
         for r in records:
-            fh.write(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(r.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -144,12 +150,32 @@ def _affordable(
     return kept, 0.0
 
 
-def prepare(documents: Any, *, chunk_tokens: int = 256, overlap_tokens: int = 32) -> list[Chunk]:
-    """The chunks of ``documents`` (paths, folders, LangChain Documents, LlamaIndex nodes, or chunks)."""
+def prepare(
+    documents: Any,
+    *,
+    chunk_tokens: int = 256,
+    overlap_tokens: int = 32,
+    limits: DocumentLimits | None = None,
+) -> list[Chunk]:
+    """The chunks of ``documents`` (paths, folders, LangChain Documents, LlamaIndex nodes, or chunks).
+
+    Raises:
+        ConfigError: Unreadable documents, or a cap of ``limits`` passed (chunks given as they are
+            are counted against the run's caps too).
+    """
+    limits = limits_or_default(limits)
     if isinstance(documents, Sequence) and documents and all(isinstance(d, Chunk) for d in documents):
+        tally = RunTally(limits)
+        for chunk in documents:
+            tally.text(chunk.id, len(chunk.text))
+            tally.chunk(chunk.id, len(chunk.text))
+            valid_text(chunk.text, "text", chunk.id)
         return list(documents)
     return chunk_documents(
-        load_documents(documents), chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens
+        load_documents(documents, limits=limits),
+        chunk_tokens=chunk_tokens,
+        overlap_tokens=overlap_tokens,
+        limits=limits,
     )
 
 
@@ -173,6 +199,8 @@ async def generate(
     resume: bool = True,
     progress: bool | None = False,
     batch: Any = False,
+    limits: DocumentLimits | None = None,
+    allow_instructions: bool = False,
     judge_gate: bool = True,
 ) -> Testset:
     """Generate ``size`` verified question/reference items from ``documents``.
@@ -211,6 +239,12 @@ async def generate(
             then verification (and claim extraction between them for references whose own claims do
             not check out). The items are those of a real-time run with
             ``concurrency >= size``.
+        limits: The caps on files, documents, chunks and the run's text
+            (:class:`~ragmetrics.testset.limits.DocumentLimits`; default: its named defaults).
+        allow_instructions: Write items from chunks holding instruction-like text (marked in their
+            ``instructions`` field). By default such a candidate is a reject with reason
+            ``instructions`` naming the document and offset, and costs no call (see
+            :mod:`~ragmetrics.testset.instructions`); the report lists every finding either way.
         judge_gate: Put a canary drawn from the documents to the verifier first, and check its quotes
             as the run goes (:mod:`ragmetrics.testset.gate`): a verifier that fails the canary writes
             no item, and either failure is in ``report.judge_gate`` (the CLI exits 5). False: no canary,
@@ -228,7 +262,7 @@ async def generate(
         raise ConfigError(f"generator must be 'auto', 'llm' or 'extractive', got {generator!r}")
     normalise_mix(mix)
     options = batch_options(batch)
-    chunks = prepare(documents, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
+    chunks = prepare(documents, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens, limits=limits)
     slots = plan_slots(chunks, size=size, mix=mix, styles=styles, seed=seed, max_slots=max_candidates)
     judge = resolve_judge(llm, cache=cache)
     waves = None
@@ -250,6 +284,7 @@ async def generate(
             progress=progress,
             waves=waves,
             judge_gate=judge_gate,
+            allow_instructions=check_flag(allow_instructions, "allow_instructions", "generate"),
         )
     finally:
         if waves is not None:
@@ -275,6 +310,7 @@ async def _run(
     resume: bool,
     progress: bool | None,
     waves: BatchWaves | None = None,
+    allow_instructions: bool = False,
     judge_gate: bool = True,
 ) -> Testset:
     extractive = generator == "extractive" or (generator == "auto" and judge.info.heuristic)
@@ -302,6 +338,7 @@ async def _run(
             f"max_cost_usd: the judge {judge.info.spec} has no price in the price table; give a price "
             "(RAGMETRICS_PRICES) or use max_candidates= to cap the calls"
         )
+    findings = scan_chunks(chunks)
     df: Counter[str] = Counter(t for c in chunks for t in chunk_terms(c))
     df[""] = len(chunks)
     usage = Usage()
@@ -311,8 +348,10 @@ async def _run(
     quota = requested_counts(size, normalise_mix(mix))
     canary: CanaryResult | None = None
 
+    plain = [c for c in chunks if chunk_key(c) not in findings]  # no canary quotes instruction-like text
+
     async def probe(verifier: Judge) -> CanaryResult:
-        return await testset_canary(verifier, judge.info.spec, chunks, CONTEXT_BUDGET_TOKENS)
+        return await testset_canary(verifier, judge.info.spec, plain, CONTEXT_BUDGET_TOKENS)
 
     def untrusted(got: CanaryResult) -> bool:
         if got.failed:
@@ -348,9 +387,16 @@ async def _run(
                 return None if twin is None else f"near duplicate of {twin.id}: {twin.question[:120]!r}"
 
             async def attempt(judge: Judge, s: Slot, earlier: Any = earlier) -> Attempt:
-                return await run_slot(
+                flagged = [f for c in s.chunks for f in findings.get(chunk_key(c), ())]
+                if flagged and not allow_instructions:
+                    return Attempt(slot=s, reject=_instructions_reject(s, flagged))
+                att = await run_slot(
                     judge, s, extractive=extractive, generator=name, seed=seed, df=df, duplicate=earlier
                 )
+                if flagged and att.item is not None:
+                    marks = [f.where() for f in distinct(flagged)]
+                    att.item = att.item.model_copy(update={"instructions": marks})
+                return att
 
             if waves is not None:  # the canary rides in the first wave's batches: no round of its own
                 first = judge_gate and canary is None
@@ -423,8 +469,23 @@ async def _run(
         canary=canary,
         judge_health=health,
         judge_gate=gate_messages(canary, health),
+        instructions=[f.where() for f in distinct([f for fs in findings.values() for f in fs])],
     )
     return Testset(items=items, rejects=dropped, report=report, chunks=chunks)
+
+
+def _instructions_reject(slot: Slot, flagged: Sequence[Finding]) -> Reject:
+    """The reject of a candidate whose chunks hold instruction-like text (no call was made for it)."""
+    found = distinct(flagged)
+    more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+    return Reject(
+        slot=slot.index,
+        kind=slot.kind,
+        reason="instructions",
+        detail=f"instruction-like text in {found[0].where()}{more}; no item is written from it "
+        "(allow_instructions=True, --allow-instructions, keeps such chunks)",
+        chunk_ids=[c.id for c in slot.chunks],
+    )
 
 
 def generate_sync(documents: Any, **options: Any) -> Testset:

@@ -72,6 +72,9 @@ class TestsetItem(BaseModel):
     """The reference's claims, each with a quote from its chunk (none for ``unanswerable``)."""
     generator: str
     """``extractive`` (the offline generator) or the judge that wrote it (``openai:gpt-4o-mini``)."""
+    instructions: list[str] | None = None
+    """Instruction-like text found in its chunks, as ``DOC at character N (pattern): 'text'``: only on
+    items kept with ``allow_instructions=True``; None otherwise (and left out of the file)."""
 
 
 RejectReason = Literal[
@@ -85,6 +88,7 @@ RejectReason = Literal[
     "near_duplicate",
     "judge_error",
     "no_question",
+    "instructions",
 ]
 
 

@@ -13,7 +13,10 @@ from ragmetrics.score import Usage
 from ragmetrics.testset.documents import Chunk
 from ragmetrics.testset.records import Reject, TestsetItem
 
-__all__ = ["TestsetReport", "build_report", "requested_counts"]
+__all__ = ["FINDINGS_LISTED", "TestsetReport", "build_report", "requested_counts"]
+
+FINDINGS_LISTED = 100
+"""Instruction-like findings listed in the report (all are counted)."""
 
 
 class TestsetReport(BaseModel):
@@ -53,6 +56,10 @@ class TestsetReport(BaseModel):
     """Every call of this run, accepted or not (resumed items cost nothing here)."""
     calls_per_item: float | None = None
     """Calls sent by this run per item it wrote (None when it wrote none)."""
+    instructions_found: int = 0
+    """Stretches of instruction-like text found in the documents (see :mod:`.instructions`)."""
+    instructions: list[str] = Field(default_factory=list)
+    """Where, as ``DOC at character N (pattern): 'text'`` (the first :data:`FINDINGS_LISTED`)."""
     notes: list[str] = Field(default_factory=list)
     canary: CanaryResult | None = None
     """The verifier on a canary drawn from the documents (None: the gate was off)."""
@@ -80,6 +87,13 @@ class TestsetReport(BaseModel):
         if self.documents:
             top = sorted(self.documents.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
             lines.append(f"per document: {table(dict(top))}" + (" ..." if len(self.documents) > 10 else ""))
+        if self.instructions_found:
+            more = self.instructions_found - len(self.instructions)
+            lines.append(
+                f"instruction-like text: {self.instructions_found} found"
+                + (f" ({more} more not listed)" if more else "")
+            )
+            lines += [f"  {w}" for w in self.instructions]
         lines += [f"note: {n}" for n in self.notes]
         if self.canary is not None:
             lines.append(f"canary, {self.canary.judge}: {self.canary.describe()} ({self.canary.source})")
@@ -110,6 +124,7 @@ def build_report(
     judge: str,
     resumed: int = 0,
     notes: Sequence[str] = (),
+    instructions: Sequence[str] = (),
     canary: CanaryResult | None = None,
     judge_health: JudgeHealth | None = None,
     judge_gate: Sequence[str] = (),
@@ -137,6 +152,8 @@ def build_report(
         candidates=len(items) + len(rejects),
         usage=usage,
         calls_per_item=(sent / new) if new > 0 else None,
+        instructions_found=len(instructions),
+        instructions=list(instructions[:FINDINGS_LISTED]),
         notes=list(notes),
         canary=canary,
         judge_health=judge_health,

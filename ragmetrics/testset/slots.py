@@ -28,7 +28,7 @@ from ragmetrics.testset.documents import Chunk
 from ragmetrics.testset.extractive import has_sentence
 from ragmetrics.testset.records import KINDS, STYLES, TWO_CHUNK_KINDS
 
-__all__ = ["DEFAULT_MIX", "Slot", "chunk_terms", "normalise_mix", "plan_slots"]
+__all__ = ["DEFAULT_MIX", "PAIR_BUDGET", "Slot", "chunk_terms", "normalise_mix", "plan_slots"]
 
 DEFAULT_MIX: Mapping[str, float] = {
     "single_hop": 0.5,
@@ -38,6 +38,12 @@ DEFAULT_MIX: Mapping[str, float] = {
     "unanswerable": 0.1,
 }
 """The default kind mix: half single-hop facts, the rest spread over the harder kinds."""
+
+PAIR_BUDGET = 1_000_000
+"""Pair scores added at most when two-chunk slots are paired (a term adds one to each pair of chunks
+holding it): terms are taken rarest first, and those in more chunks are left out once it is spent.
+Scoring every pair of every term in up to a quarter of the chunks was quadratic: 4,000 chunks
+sharing ~400 terms took 43 s and 2.5 GB (9,346 chunks of real sentences: 183 s, 10 GB)."""
 
 COPY_SHARE = 0.8
 """Share of their content terms two chunks have in common (Jaccard) above which a pair is the same text
@@ -93,13 +99,29 @@ def _single_order(chunks: Sequence[Chunk], rng: random.Random) -> list[Chunk]:
     return order
 
 
+def _most_chunks_per_term(df: Counter[str], most: int) -> int:
+    """``most``, lowered until the pairs of the terms in at most that many chunks fit :data:`PAIR_BUDGET`."""
+    work: Counter[int] = Counter()
+    for count in df.values():
+        if 1 < count <= most:
+            work[count] += count * (count - 1) // 2
+    spent, fits = 0, 1
+    for count in sorted(work):
+        spent += work[count]
+        if spent > PAIR_BUDGET:
+            return fits
+        fits = count
+    return most
+
+
 def _pairs(chunks: Sequence[Chunk], terms: Sequence[set[str]], limit: int) -> list[tuple[int, int]]:
     df: Counter[str] = Counter(t for ts in terms for t in ts)
     n = len(chunks)
+    most = _most_chunks_per_term(df, max(2, n // 4))
     posting: dict[str, list[int]] = defaultdict(list)
     for i, ts in enumerate(terms):
         for t in ts:
-            if 1 < df[t] <= max(2, n // 4):  # shared, and specific enough to link two chunks
+            if 1 < df[t] <= most:  # shared, and specific enough to link two chunks
                 posting[t].append(i)
     score: defaultdict[tuple[int, int], float] = defaultdict(float)
     for t, idx in posting.items():

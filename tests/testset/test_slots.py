@@ -51,3 +51,52 @@ def test_two_copies_of_one_text_are_never_a_pair():
         ("page-7", "c.md"),
         ("b.md", "c.md"),
     }
+
+
+def test_pairing_many_chunks_that_share_terms_stays_within_its_budget():
+    # 4,000 chunks drawing 40 of ~400 terms each: every term is in ~400 chunks (under n / 4, so each
+    # counted as specific), and scoring every pair of every term was ~32 million dictionary updates
+    # (an 8 MB corpus of real sentences, 9,346 chunks, took 183 s and 10 GB); the pair work is now
+    # capped at PAIR_BUDGET, rarest terms first
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = textwrap.dedent(
+        """
+        import random, resource, time
+        from ragmetrics.testset import Chunk, plan_slots
+        rng = random.Random(1)
+        vocab = sorted({"".join(rng.choices("bcdfghjklmnpqrstvwxz", k=7)) + "a" for _ in range(400)})
+        chunks = []
+        for i in range(4000):
+            text = "This chunk mentions " + " and ".join(rng.sample(vocab, 40)) + "."
+            chunks.append(Chunk(id=f"d{i % 50}#{i}", doc_id=f"d{i % 50}", text=text, start=0, end=len(text)))
+        t = time.perf_counter()
+        slots = plan_slots(chunks, size=50, mix={"multi_hop": 1, "single_hop": 1})
+        pairs = [s for s in slots if len(s.chunks) == 2]
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        print(len(pairs), f"{time.perf_counter() - t:.1f}", peak)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    pairs, seconds, peak_mb = proc.stdout.split()
+    assert int(pairs) == 75  # the two-chunk half of 3 x 50 slots
+    assert float(seconds) < 30 and int(peak_mb) < 1000, proc.stdout
+
+
+def test_a_small_corpus_pairs_as_before_the_budget():
+    from ragmetrics.testset.slots import PAIR_BUDGET
+
+    assert PAIR_BUDGET >= 1_000_000  # far above the pair work of corpora of a few hundred chunks
