@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -23,8 +20,7 @@ from ragmetrics._aio import run_sync
 from ragmetrics.pipeline.canaries import CanaryResult, run_canaries
 from ragmetrics.pipeline.canary_draw import bundled_draw
 from ragmetrics.testing import FakeLLMServer
-
-EXIT_JUDGE = 5
+from tests.test_canaries import EXIT_JUDGE, run
 
 ROWS = [
     {
@@ -61,16 +57,6 @@ def contradicted_rows(n: int = 30) -> list[dict[str, object]]:
 
 def name(i: int) -> str:
     return ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir"][i % 6] + f" Street {chr(65 + i % 26)}"
-
-
-def cli(*args: str, cache: os.PathLike[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ragmetrics.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OPENAI_API_KEY": "test", "RAGMETRICS_CACHE_DIR": str(cache)},
-        timeout=300,
-    )
 
 
 def test_a_schema_filler_marks_every_result_it_touched_and_keeps_its_score_aside():
@@ -160,7 +146,7 @@ def test_a_copycat_that_knows_the_bundled_canary_is_caught_by_one_drawn_from_the
         assert bundled.passed
         before = len(srv.requests)
         out, junit, page = tmp_path / "out.jsonl", tmp_path / "junit.xml", tmp_path / "r.html"
-        proc = cli(
+        proc = run(
             "eval",
             str(data),
             "--judge",

@@ -10,11 +10,7 @@ timeout and an address-space limit, far above what linear work needs on a loaded
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -22,34 +18,15 @@ from ragmetrics.cli import main
 from ragmetrics.errors import ConfigError
 from ragmetrics.testset import Document, chunk_documents, generate_sync, load_documents, prepare
 from ragmetrics.testset.limits import MAX_CHUNK_CHARS, MAX_FILE_BYTES, DocumentLimits
+from tests.limited import run_limited
 from tests.testset.docs import EIFFEL_HTML
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBE_TIMEOUT_S = 120.0
 MEMORY_LIMIT = 2 * 1024**3
 
 
-def _limit_memory() -> None:  # runs in the child, before exec
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
 def _probe(code: str, *args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code), *args],
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S,
-            env=env,
-            cwd=ROOT,
-            preexec_fn=_limit_memory,  # only sets a resource limit: safe before exec
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"the probe did not finish within {PROBE_TIMEOUT_S:g} s: {exc.stdout!r}")
+    proc = run_limited(["-c", textwrap.dedent(code), *args], memory=MEMORY_LIMIT, timeout=PROBE_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
@@ -154,16 +131,8 @@ def test_the_cli_refuses_a_200_mb_text_file_at_once_with_exit_2(tmp_path):
     big = tmp_path / "huge.txt"
     with big.open("wb") as fh:
         fh.truncate(200 * 1024 * 1024)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "ragmetrics.cli", "generate", str(big), "--out", str(tmp_path / "t.jsonl")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        preexec_fn=_limit_memory,
-        check=False,
-    )
+    argv = ["-m", "ragmetrics.cli", "generate", str(big), "--out", str(tmp_path / "t.jsonl")]
+    proc = run_limited(argv, memory=MEMORY_LIMIT, timeout=60, what="generate of a 200 MB file")
     assert proc.returncode == 2, proc.stderr
     assert "huge.txt" in proc.stderr and "MAX_FILE_BYTES" in proc.stderr
     assert "Traceback" not in proc.stderr
