@@ -261,7 +261,9 @@ def test_export_mlflow_from_python_is_bounded_by_timeout_s(data: Path, silent_se
     assert (
         f"--export mlflow:{silent_server}: the tracking server did not take the run within 1.5 s" in message
     )
-    assert 1.5 <= float(seconds) < 5
+    # not before the bound; the upper limit only has to sit far under MLflow's own 120 s request timeout
+    # (the run was held 367 s before): building the records file and report is timed too, slow under load
+    assert 1.5 <= float(seconds) < 30
 
 
 def test_a_bad_export_timeout_is_a_config_error(data: Path, monkeypatch) -> None:
