@@ -17,6 +17,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The child's own peak resident memory in MiB, as an expression for its code. Not ru_maxrss: Linux keeps
+# across exec the peak of the process that forked the child (a pytest worker of 1 GB read as 1,044 MB in CI)
+PEAK_MB = "int(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:'))) // 1024"
+
 
 def run_limited(
     argv: Sequence[str],
