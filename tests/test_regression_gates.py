@@ -20,7 +20,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+SUITE_PAGE = Path(__file__).resolve().parent.parent / "docs" / "evaluators.md"
 
 # The pytest-plugin tests each run a child pytest (10-50 s apiece) over code with nothing Python-version
 # specific in it: `.ci/run` runs them on the main Python only, like Ray and the browser.
@@ -282,16 +282,16 @@ def test_a_broken_suite_file_is_an_error_naming_the_field(tmp_path):
     assert out.returncode == 1 and "cases[0].evaluators[0]" in out.stdout
 
 
-def test_the_readme_suite_example_passes_as_written(tmp_path):
-    text = README.read_text(encoding="utf-8")
-    match = re.search(r"<!-- readme-suite -->\n```yaml\n# (\S+)\n(.*?)```", text, re.DOTALL)
-    assert match, "the README's suite example is marked <!-- readme-suite -->"
+def test_the_docs_suite_example_passes_as_written(tmp_path):
+    text = SUITE_PAGE.read_text(encoding="utf-8")
+    match = re.search(r"<!-- docs-suite -->\n```yaml\n# (\S+)\n(.*?)```", text, re.DOTALL)
+    assert match, "the docs' suite example is marked <!-- docs-suite -->"
     name, body = match.groups()
     (tmp_path / name).write_text(body, encoding="utf-8")
     command = re.search(
-        r"<!-- readme-suite -->.*?```bash\n(ragmetrics test [^\n#]*?)\s*(?:#[^\n]*)?\n", text, re.DOTALL
+        r"<!-- docs-suite -->.*?```bash\n(ragmetrics test [^\n#]*?)\s*(?:#[^\n]*)?\n", text, re.DOTALL
     )
-    assert command, "the README runs the suite with a ragmetrics test command"
+    assert command, "the docs run the suite with a ragmetrics test command"
     out = run(tmp_path, *command.group(1).split()[1:])
     assert out.returncode == 0, out.stdout + out.stderr
     cases = re.findall(r"^  - id: (\S+)", body, re.MULTILINE)

@@ -15,20 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_readme import blocks, expected_lines
+from tests.docs_blocks import blocks, expected_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_A_RUNNING_LOOP = """
 import asyncio, sys
 async def cell():  # the block's sync code runs on the loop's thread while the loop runs, as in a kernel
     asyncio.get_running_loop()
-    exec(compile(sys.argv[1], "<README>", "exec"), {"__name__": "__main__"})
+    exec(compile(sys.argv[1], "<docs>", "exec"), {"__name__": "__main__"})
 asyncio.run(cell())
 """
 
 
 def _block(marker: str) -> str:
-    [code] = [b for b in blocks() if marker in b]
+    [code] = [b for _, b in blocks() if marker in b]
     return code
 
 
@@ -67,7 +67,7 @@ async def test_close_and_flush_sync_wait_for_the_scores_inside_a_pytest_asyncio_
     out = io.StringIO()
     scope: dict[str, object] = {"__name__": "__main__"}
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "<README>", "exec"), scope)
+        exec(compile(code, "<docs>", "exec"), scope)
     _check_output(code, out.getvalue())
     handler = scope["handler"]
     assert [r.status for r in handler.close(timeout=60)] == ["ok"]  # type: ignore[attr-defined]

@@ -294,8 +294,8 @@ def test_a_genai_trace_with_message_events_is_read_from_phoenix(phoenix_url: str
 
 
 def _readme_blocks() -> tuple[list[str], str]:
-    """The README section's Python blocks and its shell command."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The docs section's Python blocks and its shell command."""
+    text = (ROOT / "docs" / "traces.md").read_text(encoding="utf-8")
     section = text.split("### From production traces to scores", 1)[1]
     section = re.split(r"\n##+ ", section, maxsplit=1)[0]
     python = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
@@ -322,7 +322,7 @@ def test_the_readme_section_runs_as_written_from_app_to_annotations(
     while not any(
         r.source.get("root_name") == "RunnableSequence" for r in held_rows(phoenix_url, "readme-app")
     ):
-        assert time.monotonic() < deadline, "Phoenix never held the README app's trace"
+        assert time.monotonic() < deadline, "Phoenix never held the docs app's trace"
         time.sleep(0.5)
 
     argv = shlex.split(as_here(shell).replace("\\\n", " "))

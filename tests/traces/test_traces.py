@@ -312,10 +312,10 @@ def test_a_damaged_cursor_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
         Cursor(cursor)
 
 
-def test_the_readme_python_block_samples_scores_exports_and_keeps_the_cursor_as_written(
+def test_the_docs_python_block_samples_scores_exports_and_keeps_the_cursor_as_written(
     tmp_path: Path, fake_llm_server: FakeLLMServer, dummy_keys: None, monkeypatch
 ) -> None:
-    text = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parents[2] / "docs" / "traces.md").read_text(encoding="utf-8")
     section = text.split("## Production traces: OpenTelemetry in, scores out", 1)[1]
     section = section.split("### From production traces to scores", 1)[0]
     (block,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
@@ -325,7 +325,7 @@ def test_the_readme_python_block_samples_scores_exports_and_keeps_the_cursor_as_
     with OtlpReceiver() as receiver:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", receiver.endpoint)
         scope: dict = {}
-        exec(compile(block.replace("openai:gpt-4o-mini", judge), "README.md", "exec"), scope)
+        exec(compile(block.replace("openai:gpt-4o-mini", judge), "docs/traces.md", "exec"), scope)
     results = scope["results"]
     scored = [r.sample.id for r in results]
     assert 0 < len(scored) < len(ids) and set(scored) <= set(ids)
