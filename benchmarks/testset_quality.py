@@ -35,7 +35,7 @@ def main() -> None:
     from testset_costs import documents
 
     from ragmetrics import evaluate_sync
-    from ragmetrics.judge.offline.sentences import split_sentences
+    from ragmetrics.text.sentences import split_sentences
     from ragmetrics.testset import generate_sync
 
     ap = argparse.ArgumentParser()

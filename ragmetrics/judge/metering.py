@@ -34,7 +34,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmetrics._textnorm import tokens_for_chars
+from ragmetrics.text.normalise import tokens_for_chars
 from ragmetrics.score import Usage
 
 __all__ = [

@@ -28,11 +28,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragmetrics._textnorm import normalize_for_match
+from ragmetrics.text.normalise import normalize_for_match
 from ragmetrics.errors import InvalidInputError
-from ragmetrics.judge.offline.sentences import split_sentences
-from ragmetrics.judge.offline.stopwords import content_tokens
-from ragmetrics.judge.offline.text import NEGATION_CUES, extract_numbers, stems, tokenize
+from ragmetrics.text.sentences import split_sentences
+from ragmetrics.text.stopwords import content_tokens
+from ragmetrics.text.tokens import NEGATION_CUES, extract_numbers, stems, tokenize
 from ragmetrics.sample import Sample
 
 __all__ = [

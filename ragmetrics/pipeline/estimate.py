@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmetrics._textnorm import tokens_for_chars as _tokens
+from ragmetrics.text.normalise import tokens_for_chars as _tokens
 from ragmetrics.errors import InvalidInputError
 from ragmetrics.judge import JudgeRequest
 from ragmetrics.judge.cache import CachingJudge, cache_key

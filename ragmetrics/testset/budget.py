@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragmetrics._textnorm import tokens_for_chars
+from ragmetrics.text.normalise import tokens_for_chars
 from ragmetrics.judge.cache import CachingJudge
-from ragmetrics.judge.offline.sentences import split_sentences
+from ragmetrics.text.sentences import split_sentences
 from ragmetrics.judge.pricing import batch_cost_usd, cost_usd
 from ragmetrics.metrics.claims.engine import verify_request
 from ragmetrics.pipeline.estimate import Estimate, JudgeEstimate

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmetrics._textnorm import CHARS_PER_TOKEN
+from ragmetrics.text.normalise import CHARS_PER_TOKEN
 from ragmetrics.errors import ConfigError
 from ragmetrics.testset.limits import DocumentLimits, RunTally, limits_or_default
 

@@ -29,8 +29,8 @@ from ragmetrics._check import check_flag
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import Judge, resolve_judge
 from ragmetrics.judge.cache import CachingJudge
-from ragmetrics.judge.offline.stopwords import content_tokens
-from ragmetrics.judge.offline.text import tokenize
+from ragmetrics.text.stopwords import content_tokens
+from ragmetrics.text.tokens import tokenize
 from ragmetrics.pipeline.batch import batch_options
 from ragmetrics.pipeline.canaries import CanaryResult
 from ragmetrics.pipeline.judge_health import JudgeHealth

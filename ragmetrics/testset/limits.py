@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragmetrics._check import check_int
-from ragmetrics._textnorm import CHARS_PER_TOKEN
+from ragmetrics.text.normalise import CHARS_PER_TOKEN
 from ragmetrics.errors import ConfigError
 
 __all__ = [

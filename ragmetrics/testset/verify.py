@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmetrics._textnorm import normalize_for_match
+from ragmetrics.text.normalise import normalize_for_match
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import Judge, JudgeRequest, Message
-from ragmetrics.judge.offline.stopwords import content_tokens
-from ragmetrics.judge.offline.text import tokenize
+from ragmetrics.text.stopwords import content_tokens
+from ragmetrics.text.tokens import tokenize
 from ragmetrics.metrics.claims.engine import ClaimTask, plan, quote_found, verify_request
 from ragmetrics.metrics.claims.run import run_claims
 from ragmetrics.metrics.claims.schemas import ClaimExtraction, ExtractedClaim

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from ragmetrics._textnorm import tokens_for_chars
+from ragmetrics.text.normalise import tokens_for_chars
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import metering
 from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT

@@ -31,7 +31,7 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
-from ragmetrics._textnorm import CHARS_PER_TOKEN, estimate_tokens, normalize_for_match
+from ragmetrics.text.normalise import CHARS_PER_TOKEN, estimate_tokens, normalize_for_match
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import JudgeRequest, Message
 from ragmetrics.judge.offline.claims import states_facts

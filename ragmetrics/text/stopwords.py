@@ -2,7 +2,7 @@
 
 English function words plus the common ones of French, German, Spanish, Italian, Portuguese and Dutch,
 applied only when the text looks like that language (:func:`guess_language`); hiragana are never
-content. Re-exported by :mod:`ragmetrics.judge.offline.text`.
+content. Re-exported by :mod:`ragmetrics.text.tokens`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmetrics.judge.offline import text as _text
+from ragmetrics.text import tokens as _text
 
 
 def test_normalize_folds_case_quotes_width_and_space():
@@ -111,7 +111,7 @@ def test_stem_english_only_and_possessives():
 
 def test_importing_text_does_not_import_nltk():
     code = (
-        "import sys, ragmetrics.judge.offline.text as t; assert 'nltk' not in sys.modules; "
+        "import sys, ragmetrics.text.tokens as t; assert 'nltk' not in sys.modules; "
         "t.stem('running'); assert 'nltk' not in sys.modules"  # nor does stemming (nltk's file, isolated)
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -34,8 +34,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ragmetrics.judge.offline.sentences import sentence_spans, split_sentences
-from ragmetrics.judge.offline.stopwords import STOPWORDS, content_tokens, guess_language, stopwords_for
+from ragmetrics.text.sentences import sentence_spans, split_sentences
+from ragmetrics.text.stopwords import STOPWORDS, content_tokens, guess_language, stopwords_for
 
 __all__ = [
     "ANTONYMS",

@@ -1,4 +1,4 @@
-"""The one token estimate and the one quote normaliser (ragmetrics/_textnorm.py), and who uses them."""
+"""The one token estimate and the one quote normaliser (ragmetrics/text/normalise.py), and who uses them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ragmetrics._textnorm import _TABLE, TRIM, estimate_tokens, fold, normalize_for_match, tokens_for_chars
+from ragmetrics.text.normalise import _TABLE, TRIM, estimate_tokens, fold, normalize_for_match, tokens_for_chars
 from ragmetrics.metrics.claims.engine import chunk_contexts, quote_found
 from ragmetrics.report import render_html
 from ragmetrics.sample import Sample

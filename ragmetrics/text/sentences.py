@@ -2,7 +2,7 @@
 
 Split on ``. ! ?``, their CJK forms ``。！？``, ``…`` and line breaks; abbreviations, initials,
 decimals and trailing citation markers such as ``[1]`` are kept in place. Re-exported by
-:mod:`ragmetrics.judge.offline.text`.
+:mod:`ragmetrics.text.tokens`.
 """
 
 from __future__ import annotations
