@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragmetrics._textnorm import estimate_tokens as est_tokens  # the one estimate
+from ragmetrics.text import estimate_tokens as est_tokens  # the one estimate
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "faithfulness_dev.jsonl"

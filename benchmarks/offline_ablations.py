@@ -55,10 +55,10 @@ for path in (ROOT, ROOT / "benchmarks"):
 
 import offline_quality as oq  # noqa: E402  (benchmarks/offline_quality.py: data, statistics, baseline)
 
+from ragmetrics import text as _text  # noqa: E402
 from ragmetrics.judge.offline import claims as oc  # noqa: E402
 from ragmetrics.judge.offline import judge as offline  # noqa: E402
 from ragmetrics.judge.offline import support as osup  # noqa: E402
-from ragmetrics.judge.offline import text as _text  # noqa: E402
 
 Claim = tuple[str, Any]  # (claim text, osup._Support)
 

@@ -166,7 +166,7 @@ def judge_scores(
 
 def unigram_overlap(record: Mapping[str, Any]) -> float:
     """Baseline: the share of the answer's tokens (case-folded words and numbers) found in any context."""
-    from ragmetrics.judge.offline.text import tokenize
+    from ragmetrics.text import tokenize
 
     tokens = tokenize(record["answer"])
     if not tokens:
@@ -179,7 +179,7 @@ def unigram_overlap(record: Mapping[str, Any]) -> float:
 
 def question_overlap(record: Mapping[str, Any]) -> float:
     """Relevancy baseline: the share of the question's content words (stopwords dropped) in the answer."""
-    from ragmetrics.judge.offline.text import content_tokens, tokenize
+    from ragmetrics.text import content_tokens, tokenize
 
     question = content_tokens(tokenize(record.get("question") or ""))
     if not question:

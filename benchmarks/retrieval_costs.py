@@ -64,7 +64,7 @@ def load(path: Path, limit: int | None, seed: int) -> list[dict]:
 
 def reference_for(row: dict) -> str:
     """The leading sentences of the first context, about as long as the answer (at least one sentence)."""
-    from ragmetrics.judge.offline.text import split_sentences
+    from ragmetrics.text import split_sentences
 
     out = ""
     for sentence in split_sentences(row["contexts"][0] if row["contexts"] else row["answer"]):

@@ -35,8 +35,8 @@ def main() -> None:
     from testset_costs import documents
 
     from ragmetrics import evaluate_sync
-    from ragmetrics.judge.offline.sentences import split_sentences
     from ragmetrics.testset import generate_sync
+    from ragmetrics.text import split_sentences
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=80)

@@ -116,7 +116,7 @@ RECORDS = (
     "_version",
     "_terminal",
     "_check",
-    "_textnorm",
+    "text",
     "sample",
     "score",
     "failure",

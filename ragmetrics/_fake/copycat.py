@@ -28,7 +28,7 @@ def copycat_answer(task: str, variables: Mapping[str, Any]) -> Mapping[str, Any]
     contexts = [str(c) for c in variables.get("contexts") or []]
     if task != "claims.verify" or not contexts or any(_KNOWN in c for c in contexts):
         return reply
-    from ragmetrics.judge.offline.sentences import split_sentences
+    from ragmetrics.text import split_sentences
 
     seed = hashlib.sha256(repr((variables.get("claims"), contexts)).encode("utf-8", "replace")).digest()
     rng = random.Random(int.from_bytes(seed[:8], "big"))

@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from ragmetrics._textnorm import tokens_for_chars
+from ragmetrics.text import tokens_for_chars
 
 __all__ = ["BROKEN_EMBEDDINGS", "embed", "embeddings_body", "texts_of"]
 

@@ -30,8 +30,8 @@ from ragmetrics._fake.schema_fill import SchemaFillError, fill, prompt_words
 from ragmetrics._fake.tasks import TASKS, Answerer, Task, task_for
 from ragmetrics._fake.transport import Handler
 from ragmetrics._fake.wire import Answer, Call, broken_json, dumps
-from ragmetrics._textnorm import tokens_for_chars
 from ragmetrics.errors import ConfigError
+from ragmetrics.text import tokens_for_chars
 
 __all__ = ["ENDPOINTS", "NoAnswerError", "Serving"]
 

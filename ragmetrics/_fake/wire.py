@@ -4,7 +4,7 @@ A chat or messages request is read into a :class:`Call` (how structured output w
 schema's name and fields, the user texts, the characters the model reads); a reply is built from an
 :class:`Answer` by ``openai_wire`` or ``anthropic_wire``. Token counts are estimates, as no tokenizer
 files can be downloaded: ``ceil(characters / 4)`` (ragmetrics' one estimate,
-:func:`ragmetrics._textnorm.tokens_for_chars`), over everything the model reads (message texts, tool
+:func:`ragmetrics.text.tokens_for_chars`), over everything the model reads (message texts, tool
 calls and tool results in the history, and the tool or ``response_format`` JSON schema, which real
 providers bill as prompt tokens) and over the text the reply carries (tool arguments or content).
 """

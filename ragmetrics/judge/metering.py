@@ -34,8 +34,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmetrics._textnorm import tokens_for_chars
 from ragmetrics.score import Usage
+from ragmetrics.text import tokens_for_chars
 
 __all__ = [
     "MAX_ATTEMPT_TOKENS",

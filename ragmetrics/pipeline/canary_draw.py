@@ -28,12 +28,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragmetrics._textnorm import normalize_for_match
 from ragmetrics.errors import InvalidInputError
-from ragmetrics.judge.offline.sentences import split_sentences
-from ragmetrics.judge.offline.stopwords import content_tokens
-from ragmetrics.judge.offline.text import NEGATION_CUES, extract_numbers, stems, tokenize
 from ragmetrics.sample import Sample
+from ragmetrics.text import (
+    NEGATION_CUES,
+    content_tokens,
+    extract_numbers,
+    normalize_for_match,
+    split_sentences,
+    stems,
+    tokenize,
+)
 
 __all__ = [
     "DRAW_ROWS",

@@ -25,7 +25,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmetrics._textnorm import tokens_for_chars as _tokens
 from ragmetrics.errors import InvalidInputError
 from ragmetrics.judge import JudgeRequest
 from ragmetrics.judge.cache import CachingJudge, cache_key
@@ -38,6 +37,7 @@ from ragmetrics.pipeline._metric_call import share_judges
 from ragmetrics.pipeline.canary_draw import DRAW_ROWS, draw_canary
 from ragmetrics.pipeline.dataset import Dataset, to_sample
 from ragmetrics.sample import Sample
+from ragmetrics.text import tokens_for_chars as _tokens
 
 __all__ = ["Estimate", "JudgeEstimate", "SampleEstimator", "estimate"]
 

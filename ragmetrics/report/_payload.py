@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from ragmetrics._textnorm import fold, normalize_for_match
 from ragmetrics.pipeline.report import Report
 from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult
+from ragmetrics.text import fold, normalize_for_match
 
 __all__ = [
     "PAYLOAD_VERSION",
@@ -298,8 +298,8 @@ def _claim(
 class _Finder:
     """Finds a span or quote in a text: verbatim, else as the quote check compares them.
 
-    The fallback searches :func:`~ragmetrics._textnorm.fold` of the text for
-    :func:`~ragmetrics._textnorm.normalize_for_match` of the needle: the folding the claim engine's
+    The fallback searches :func:`~ragmetrics.text.fold` of the text for
+    :func:`~ragmetrics.text.normalize_for_match` of the needle: the folding the claim engine's
     ``quote_found`` applies, so a quote it finds exactly (not only fuzzily) is highlighted.
     """
 

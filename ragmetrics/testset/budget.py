@@ -19,15 +19,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragmetrics._textnorm import tokens_for_chars
 from ragmetrics.judge.cache import CachingJudge
-from ragmetrics.judge.offline.sentences import split_sentences
 from ragmetrics.judge.pricing import batch_cost_usd, cost_usd
 from ragmetrics.metrics.claims.engine import verify_request
 from ragmetrics.pipeline.estimate import Estimate, JudgeEstimate
 from ragmetrics.testset.extractive import usable_sentences
 from ragmetrics.testset.slots import Slot
 from ragmetrics.testset.verify import generate_request
+from ragmetrics.text import split_sentences, tokens_for_chars
 
 __all__ = ["estimate_slots", "priced"]
 

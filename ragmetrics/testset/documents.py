@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmetrics._textnorm import CHARS_PER_TOKEN
 from ragmetrics.errors import ConfigError
 from ragmetrics.testset.limits import DocumentLimits, RunTally, limits_or_default
+from ragmetrics.text import CHARS_PER_TOKEN
 
 __all__ = ["TEXT_SUFFIXES", "Chunk", "Document", "chunk_documents"]
 

@@ -24,9 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmetrics.judge.offline.claims import extract_claims
-from ragmetrics.judge.offline.sentences import split_sentences
-from ragmetrics.judge.offline.stopwords import content_tokens
-from ragmetrics.judge.offline.text import tokenize
+from ragmetrics.text import content_tokens, split_sentences, tokenize
 
 __all__ = ["answer", "extract_item", "has_sentence", "style_question", "usable_sentences"]
 

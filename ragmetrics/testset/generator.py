@@ -29,8 +29,6 @@ from ragmetrics._check import check_flag
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import Judge, resolve_judge
 from ragmetrics.judge.cache import CachingJudge
-from ragmetrics.judge.offline.stopwords import content_tokens
-from ragmetrics.judge.offline.text import tokenize
 from ragmetrics.pipeline.batch import batch_options
 from ragmetrics.pipeline.canaries import CanaryResult
 from ragmetrics.pipeline.judge_health import JudgeHealth
@@ -47,6 +45,7 @@ from ragmetrics.testset.records import Reject, TestsetItem
 from ragmetrics.testset.report import TestsetReport, build_report, requested_counts
 from ragmetrics.testset.slots import Slot, chunk_terms, normalise_mix, plan_slots
 from ragmetrics.testset.verify import CONTEXT_BUDGET_TOKENS, Attempt, run_slot
+from ragmetrics.text import content_tokens, tokenize
 
 __all__ = ["DUPLICATE_RATIO", "Testset", "generate", "generate_sync", "prepare"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragmetrics._check import check_int
-from ragmetrics._textnorm import CHARS_PER_TOKEN
 from ragmetrics.errors import ConfigError
+from ragmetrics.text import CHARS_PER_TOKEN
 
 __all__ = [
     "MAX_CHUNKS",

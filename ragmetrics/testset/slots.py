@@ -22,11 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ragmetrics.errors import ConfigError
-from ragmetrics.judge.offline.stopwords import content_tokens
-from ragmetrics.judge.offline.text import tokenize
 from ragmetrics.testset.documents import Chunk
 from ragmetrics.testset.extractive import has_sentence
 from ragmetrics.testset.records import KINDS, STYLES, TWO_CHUNK_KINDS
+from ragmetrics.text import content_tokens, tokenize
 
 __all__ = ["DEFAULT_MIX", "PAIR_BUDGET", "Slot", "chunk_terms", "normalise_mix", "plan_slots"]
 

@@ -21,11 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmetrics._textnorm import normalize_for_match
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import Judge, JudgeRequest, Message
-from ragmetrics.judge.offline.stopwords import content_tokens
-from ragmetrics.judge.offline.text import tokenize
 from ragmetrics.metrics.claims.engine import ClaimTask, plan, quote_found, verify_request
 from ragmetrics.metrics.claims.run import run_claims
 from ragmetrics.metrics.claims.schemas import ClaimExtraction, ExtractedClaim
@@ -35,6 +32,7 @@ from ragmetrics.score import Usage, spent_by
 from ragmetrics.testset.extractive import extract_item
 from ragmetrics.testset.records import TWO_CHUNK_KINDS, GeneratedItem, ItemClaim, Reject, TestsetItem
 from ragmetrics.testset.slots import Slot
+from ragmetrics.text import content_tokens, normalize_for_match, tokenize
 
 __all__ = ["Attempt", "GENERATE_VERSION", "MIN_QUOTE_WORDS", "generate_request", "own_claims", "run_slot"]
 

@@ -40,7 +40,7 @@ def test_long_whitespace_runs_cost_linear_time_in_every_pattern() -> None:
     out = run_probe(
         """
         from ragmetrics.judge.offline import claims
-        from ragmetrics.judge.offline.text import split_sentences
+        from ragmetrics.text import split_sentences
 
         W = " " * 60_000
         cases = {

@@ -1,7 +1,7 @@
-"""The offline judge: a deterministic lexical heuristic, its claim splitter, support scorer and text tools.
+"""The offline judge: a deterministic lexical heuristic, its claim splitter and support scorer.
 
 It needs no key and no network, and says in every result that it is a heuristic. The modules:
 ``judge`` (the :class:`~ragmetrics.judge.offline.judge.OfflineJudge`), ``claims`` (sentence-level
-claims), ``support`` (support features and verdicts), ``grading`` (rubric and relevance tasks) and
-``text`` (tokenising, stemming, normalising).
+claims), ``support`` (support features and verdicts), ``grading`` (rubric and relevance tasks),
+``retrieval`` (context relevance) and ``per_context``; its text tools are :mod:`ragmetrics.text`.
 """

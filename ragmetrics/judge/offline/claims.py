@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ragmetrics.judge.offline import text as _text
+from ragmetrics import text as _text
 
 _DIRECT_SHARE = 0.25
 """A claim sharing this share of the question's content stems (or two of them) is ``direct``."""

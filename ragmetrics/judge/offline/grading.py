@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ragmetrics.judge.offline.text import content_tokens, split_sentences, stems, tokenize
+from ragmetrics.text import content_tokens, split_sentences, stems, tokenize
 
 __all__ = ["TASKS", "answer_grading"]
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragmetrics.judge.offline import text as _text
+from ragmetrics import text as _text
 from ragmetrics.judge.offline.claims import _CITATION, _content_pairs
 
 __all__ = ["ENTITY_WEIGHT", "RELEVANT_SCORE", "context_relevance"]

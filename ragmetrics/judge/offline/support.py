@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from ragmetrics.judge.offline import text as _text
+from ragmetrics import text as _text
 from ragmetrics.judge.offline.claims import _CITATION, _PRONOUNS, _SPEAKER, _content_pairs
 
 SUPPORT_CENTRE = 0.6

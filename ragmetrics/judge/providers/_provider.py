@@ -31,7 +31,6 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from ragmetrics._textnorm import tokens_for_chars
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import metering
 from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
@@ -49,6 +48,7 @@ from ragmetrics.judge.retry import (
 )
 from ragmetrics.score import JudgeInfo, Usage
 from ragmetrics.settings import JudgeSettings, api_key_for
+from ragmetrics.text import tokens_for_chars
 
 __all__ = ["CallOutcome", "ProviderJudge"]
 

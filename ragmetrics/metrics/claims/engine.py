@@ -31,7 +31,6 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
-from ragmetrics._textnorm import CHARS_PER_TOKEN, estimate_tokens, normalize_for_match
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import JudgeRequest, Message
 from ragmetrics.judge.offline.claims import states_facts
@@ -43,6 +42,7 @@ from ragmetrics.metrics.claims.schemas import (
 )
 from ragmetrics.prompting import load_prompt, numbered_blocks, render
 from ragmetrics.sample import Sample
+from ragmetrics.text import CHARS_PER_TOKEN, estimate_tokens, normalize_for_match
 
 __all__ = [
     "merge_tasks",

@@ -1,4 +1,4 @@
-"""The one token estimate and the one quote normaliser (ragmetrics/_textnorm.py), and who uses them."""
+"""The whole-text normaliser and the one quote normaliser (ragmetrics/text/normalise.py), and who uses it."""
 
 from __future__ import annotations
 
@@ -10,29 +10,21 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ragmetrics._textnorm import _TABLE, TRIM, estimate_tokens, fold, normalize_for_match, tokens_for_chars
-from ragmetrics.metrics.claims.engine import chunk_contexts, quote_found
+from ragmetrics.metrics.claims.engine import quote_found
 from ragmetrics.report import render_html
 from ragmetrics.sample import Sample
 from ragmetrics.score import ClaimRecord, MetricResult
+from ragmetrics.text import TRIM, fold, normalize, normalize_for_match
+from ragmetrics.text.normalise import _TABLE
 from tests.report import builders as b
 
-# -- the token estimate ------------------------------------------------------------------------------
+# -- the whole-text normaliser -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("chars", "tokens"), [(0, 0), (1, 1), (3, 1), (4, 1), (5, 2), (8, 2), (401, 101)])
-def test_tokens_are_characters_over_four_rounded_up(chars: int, tokens: int) -> None:
-    assert tokens_for_chars(chars) == tokens
-    assert estimate_tokens("x" * chars) == tokens
-
-
-def test_contexts_that_fill_the_budget_exactly_share_one_chunk() -> None:
-    # two contexts of 40 characters are 10 tokens each: together exactly a 20-token budget
-    contexts = ["a" * 39 + ".", "b" * 39 + "."]
-    chunks = chunk_contexts(contexts, 20)
-    assert [[p.index for p in chunk] for chunk in chunks] == [[0, 1]]
-    # one character more and they no longer fit together
-    assert len(chunk_contexts([contexts[0] + "c", contexts[1]], 20)) == 2
+def test_normalize_folds_case_quotes_width_and_space():
+    assert normalize("  Ｐython’s  “Zen”\n\tof  ＰYTHON ") == 'python\'s "zen" of python'
+    assert normalize("Straße", lower=False) == "Straße"
+    assert normalize("Straße") == "strasse"
 
 
 # -- the quote normaliser: the quote check and the report's highlighting agree -------------------------

@@ -1,8 +1,8 @@
-"""Stopwords of the offline judge's text toolkit, shipped here (no nltk corpus is ever downloaded).
+"""Stopwords, shipped here (no nltk corpus is ever downloaded), and the content tokens they leave.
 
 English function words plus the common ones of French, German, Spanish, Italian, Portuguese and Dutch,
 applied only when the text looks like that language (:func:`guess_language`); hiragana are never
-content. Re-exported by :mod:`ragmetrics.judge.offline.text`.
+content.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""Sentences as exact substrings of the input, for the offline judge's claim splitter and the text metrics.
+"""Sentences as exact substrings of the input: the claim splitters', the test sets' and the canaries'.
 
 Split on ``. ! ?``, their CJK forms ``。！？``, ``…`` and line breaks; abbreviations, initials,
-decimals and trailing citation markers such as ``[1]`` are kept in place. Re-exported by
-:mod:`ragmetrics.judge.offline.text`.
+decimals and trailing citation markers such as ``[1]`` are kept in place.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
-"""How text is measured and compared, written once: the token estimate and the quote normaliser.
+"""Text normalised, written once: the whole-text normaliser and the quote normaliser.
 
-**Token estimate.** No tokenizer files can be downloaded, so every count ragmetrics makes without a
-provider's usage report is ``ceil(characters / 4)``: the claim engine's context chunks, the cost
-estimate, the tokens-per-minute cap and the fake LLM server's usage. One rule, so an estimate and a
-run over the fake server agree.
-
-**Quote normaliser.** Whether a judge's evidence quote counts as found in its context (the claim
-engine's ``quote_found``, behind groundedness) and where the HTML report highlights that quote read
-the same folded text: per character cluster (a character with the combining marks that follow it)
-NFKC, then case folding, then one table of quotes and dashes (curly and low quotes become ``'`` and
-``"``, en and em dashes, hyphens and the minus sign become ``-``), and every run of white space one
-space. :func:`fold` also says, for each folded character, which characters of the original it came
-from, so the report can highlight the original text.
+:func:`normalize` (the word tokens and the offline judge read it): NFKC, straight quotes, one space
+for each run of white space, case folding. :func:`normalize_for_match` and :func:`fold` (the claim
+engine's ``quote_found`` and the HTML report's highlighting read the same folded text): per
+character cluster (a character with the combining marks that follow it) NFKC, case folding, one
+table of quotes and dashes (curly and low quotes become ``'`` and ``"``, en and em dashes, hyphens
+and the minus sign ``-``), every run of white space one space. :func:`fold` also says, for each
+folded character, which characters of the original it came from.
 """
 
 from __future__ import annotations
@@ -21,23 +16,9 @@ import re
 import unicodedata
 from array import array
 
-__all__ = ["CHARS_PER_TOKEN", "TRIM", "estimate_tokens", "fold", "normalize_for_match", "tokens_for_chars"]
+__all__ = ["TRIM", "fold", "normalize", "normalize_for_match"]
 
-CHARS_PER_TOKEN = 4
-"""Characters per token in every estimate."""
-
-
-def tokens_for_chars(chars: int) -> int:
-    """Estimated tokens in ``chars`` characters of text: ``ceil(chars / 4)`` (0 for none)."""
-    return -(-max(0, chars) // CHARS_PER_TOKEN)
-
-
-def estimate_tokens(text: str) -> int:
-    """Estimated tokens in ``text``: ``ceil(len(text) / 4)``."""
-    return tokens_for_chars(len(text))
-
-
-_TABLE = str.maketrans(
+_QUOTES = str.maketrans(
     {
         "\u2018": "'",  # left single quote
         "\u2019": "'",  # right single quote, apostrophe
@@ -47,6 +28,12 @@ _TABLE = str.maketrans(
         "\u201d": '"',  # right double quote
         "\u201e": '"',  # double low-9 quote
         "\u201f": '"',  # double high-reversed-9 quote
+    }
+)
+"""The quotes made straight, by both normalisers."""
+
+_TABLE = _QUOTES | str.maketrans(
+    {
         "\u2010": "-",  # hyphen (NFKC gives it for the non-breaking hyphen)
         "\u2012": "-",  # figure dash
         "\u2013": "-",  # en dash
@@ -56,6 +43,21 @@ _TABLE = str.maketrans(
     }
 )
 """The one quote and dash table (applied after NFKC, which already makes no-break spaces spaces)."""
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalize(text: str, *, lower: bool = True) -> str:
+    """Return ``text`` in Unicode NFKC form, with straight quotes, collapsed whitespace, case-folded.
+
+    Args:
+        text: Any text.
+        lower: Case-fold (the default); pass False to keep the case.
+    """
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    text = _SPACE.sub(" ", text).strip()
+    return text.casefold() if lower else text
+
 
 TRIM = " .,;:!?\"'"
 """Stripped from both ends of a folded quote: a quote is found whatever punctuation closes it."""
