@@ -135,6 +135,7 @@ FACES = (
     "_fake",
     "eval",
     "suite",
+    "__main__",
 )
 LAYERS = [
     {f"ragmetrics.{name}" for name in RECORDS},

@@ -1,4 +1,8 @@
-"""``ragmetrics eval``'s text summary: the aggregates table and the worst samples (all text escaped)."""
+"""``ragmetrics eval``'s text summary: the aggregates table, the offline judge's caveat and the worst samples.
+
+All text from the data is escaped. Scores of the offline judge come with what that judge misses
+(:mod:`ragmetrics.judge.offline.caveat`), once above the worst samples and in their heading.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import Any
 
 from ragmetrics._terminal import printable
 
-__all__ = ["clip", "summary_table", "worst_samples"]
+__all__ = ["clip", "offline_note", "summary_table", "worst_heading", "worst_samples"]
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -34,11 +38,36 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
-def worst_samples(records: Sequence[Any], n: int) -> str:
+def offline_note(report: Any) -> str:
+    """What the offline judge is and misses, when it judged this run (else ""): three lines."""
+    from ragmetrics.judge.offline.caveat import caveat_lines, offline_specs
+
+    return "\n".join(line for spec in offline_specs(report.run.judges) for line in caveat_lines(spec))
+
+
+def _worst(records: Sequence[Any], n: int) -> list[Any]:
     scored = [r for r in records if r.mean_score is not None]
     scored.sort(key=lambda r: r.mean_score)
+    return scored[:n]
+
+
+def worst_heading(records: Sequence[Any], n: int) -> str:
+    """The heading of the worst samples: it carries the offline judge's note when that judge scored them."""
+    offline = any(
+        result.judge is not None and result.judge.provider == "offline"
+        for r in _worst(records, n)
+        for result in r.results.values()
+    )
+    if not offline:
+        return "Worst samples:"
+    from ragmetrics.judge.offline.caveat import WORST_NOTE
+
+    return f"Worst samples ({WORST_NOTE}):"
+
+
+def worst_samples(records: Sequence[Any], n: int) -> str:
     out = []
-    for r in scored[:n]:
+    for r in _worst(records, n):
         question = (r.sample.question or "") if r.sample else ""
         out.append(
             f"#{r.index} {printable(r.id)}  mean {r.mean_score:.3f}  "

@@ -24,7 +24,7 @@ from ragmetrics.cli._args import (
 )
 from ragmetrics.cli._eval_flags import estimate_parser, eval_parser
 from ragmetrics.cli._eval_gates import MetricValues, gate_exit_code
-from ragmetrics.cli._eval_text import summary_table, worst_samples
+from ragmetrics.cli._eval_text import offline_note, summary_table, worst_heading, worst_samples
 from ragmetrics.cli.trace_flags import finish_traces, trace_data
 from ragmetrics.errors import BatchPendingError, CacheError, ConfigError, JudgeError, MissingDependencyError
 
@@ -310,9 +310,12 @@ def _eval(args: argparse.Namespace) -> int:
         for canary in report.canaries:
             if not canary.failed:
                 _say(f"canaries, {canary.judge}: {canary.describe()}")
+        note = offline_note(report)  # what the offline judge misses, before any of its low scores
+        if note:
+            _say("\n" + note)
         worst = worst_samples(results, args.worst)
         if worst:
-            _say("\nWorst samples:\n" + worst)
+            _say(f"\n{worst_heading(results, args.worst)}\n{worst}")
         for name, target in (("records", args.out), ("report", args.report)):
             if target:
                 _say(f"\nWrote the {name} to {target}")

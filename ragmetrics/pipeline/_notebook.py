@@ -1,7 +1,8 @@
 """Results in a notebook: ``EvaluationResults._repr_html_``, the summary and the worst samples as HTML.
 
 Every piece of text from the data (ids, questions, claims, messages) is escaped with
-:func:`html.escape`, so a sample holding ``<script>`` shows as text and runs nothing.
+:func:`html.escape`, so a sample holding ``<script>`` shows as text and runs nothing. Worst samples scored by
+the offline judge carry its note (:mod:`ragmetrics.judge.offline.caveat`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from typing import Any
+
+from ragmetrics.judge.offline.caveat import WORST_NOTE
 
 __all__ = ["results_html"]
 
@@ -88,7 +91,13 @@ def _worst(records: Sequence[Any], metrics: Sequence[str]) -> str:
     if not rows:
         return ""
     header = ["id", "mean", *metrics, "question", "unsupported claims"]
-    return f"<p><b>Worst {len(rows)} samples</b></p>{_table(header, rows)}"
+    offline = any(
+        res.judge is not None and res.judge.provider == "offline"
+        for r in scored[:WORST]
+        for res in r.results.values()
+    )
+    note = f" <small>({escape(WORST_NOTE)}; it matches words, not meaning)</small>" if offline else ""
+    return f"<p><b>Worst {len(rows)} samples</b>{note}</p>{_table(header, rows)}"
 
 
 def results_html(report: Any, records: Sequence[Any]) -> str:

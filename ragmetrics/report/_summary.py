@@ -10,6 +10,7 @@ import html
 from datetime import datetime
 from typing import Any
 
+from ragmetrics.judge.offline.caveat import WORST_NOTE
 from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN
 from ragmetrics.pipeline.report import MetricAggregate, Report
 from ragmetrics.report._payload import RELEVANCES, VERDICTS
@@ -93,10 +94,12 @@ def header(report: Report, metrics: list[str], heading: str, judges: list[tuple[
         out.append(
             '<div class="wrap"><div class="banner" role="note" id="offline-banner">'
             "<strong>Scored by the offline heuristic judge.</strong> "
-            "Its verdicts come from lexical overlap, number, date and negation checks, not from a language "
-            "model: fine for a smoke test, not a measure of quality. Run with a model judge "
-            "(e.g. <code>--judge openai:gpt-4o-mini</code>) for scores you can report."
-            "</div></div>"
+            "A deterministic lexical judge (no LLM, no API key): its verdicts come from lexical overlap, "
+            "number, date and negation checks, not from a language model. <strong>It matches words, not "
+            "meaning</strong>: a faithful paraphrase or a reworded fact scores low, so the lowest scores "
+            "here may be paraphrases it cannot match. Fine for a smoke test, not a measure of quality. "
+            "Run with a model judge (e.g. <code>--judge openai:gpt-4o-mini</code>) for scores that judge "
+            "meaning.</div></div>"
         )
     # the run's own gate threshold; with the gate off the banner still warns at the default
     minimum = JUDGE_HEALTH_MIN if report.judge_health_min is None else report.judge_health_min
@@ -403,17 +406,26 @@ def _mix(title: str, prefix: str, names: tuple[str, ...], counts: list[int]) -> 
     )
 
 
-def samples_section(report: Report) -> str:
-    """The samples section: legend and the empty containers report.js fills (table, toolbar, detail)."""
+def samples_section(report: Report, *, heuristic: bool = False) -> str:
+    """The samples section: legend and the empty containers report.js fills (table, toolbar, detail).
+
+    With ``heuristic`` (the offline judge scored the run) a note above the table says that its lowest
+    scores may be paraphrases the judge cannot match.
+    """
     if not report.records:
         return (
             '<section class="wrap" id="samples"><h2>Samples</h2><p class="empty-note">This report kept no '
             "records (a streamed run), so there is no table of samples.</p></section>"
         )
+    note = (
+        f'<p class="offline-note" role="note" id="offline-samples-note"><strong>{_e(WORST_NOTE[:1].upper())}'
+        f"{_e(WORST_NOTE[1:])}</strong> (it matches words, not meaning).</p>"
+        if heuristic
+        else ""
+    )
     return (
         '<section class="wrap samples" id="samples" aria-labelledby="samples-h">'
-        '<h2 id="samples-h">Samples</h2>'
-        '<ul class="legend" aria-label="Highlight colours">'
+        '<h2 id="samples-h">Samples</h2>' + note + '<ul class="legend" aria-label="Highlight colours">'
         '<li><mark class="hl v-supported">supported</mark> the contexts back the claim</li>'
         '<li><mark class="hl v-contradicted">contradicted</mark> the contexts say otherwise</li>'
         '<li><mark class="hl v-not_found">not found</mark> the contexts do not mention it</li>'

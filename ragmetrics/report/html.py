@@ -102,7 +102,7 @@ def render_html(report: Report | Iterable[EvaluationResult], *, title: str | Non
         header(report, metrics, heading, used),
         '<main id="main">',
         cards(report, metrics, payload),
-        samples_section(report),
+        samples_section(report, heuristic=any(heuristic for _, heuristic in used)),
         "</main>",
         f'<footer class="foot">Made by ragmetrics {html.escape(report.ragmetrics_version)}. '
         "This file is self-contained and makes no network requests.</footer>",

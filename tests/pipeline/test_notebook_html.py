@@ -49,3 +49,15 @@ def test_the_offline_judge_shows_no_cache_counter_it_never_used() -> None:
     results = ragmetrics.evaluate_sync(ROWS, metrics=["faithfulness"], llm="offline", progress=False)
     head = results._repr_html_().split("</p>")[0]
     assert "0 calls" in head and "cache hits" not in head
+
+
+def test_worst_samples_of_the_offline_judge_carry_its_note_and_an_llm_judge_s_do_not(srv) -> None:
+    from ragmetrics.judge.offline.caveat import WORST_NOTE
+
+    offline = ragmetrics.evaluate_sync(ROWS, metrics=["faithfulness"], llm="offline", progress=False)
+    heading = offline._repr_html_().split("Worst")[1].split("</p>")[0]
+    assert WORST_NOTE in heading and "it matches words, not meaning" in heading
+    spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
+    judged = ragmetrics.evaluate_sync(ROWS, metrics=["faithfulness"], llm=spec, progress=False)
+    html = judged._repr_html_()
+    assert "Worst" in html and WORST_NOTE not in html

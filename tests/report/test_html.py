@@ -223,6 +223,22 @@ def test_offline_judge_is_said_prominently():
     assert "judge: offline (lexical-v1)" in html
 
 
+def test_the_offline_judge_says_what_it_misses_beside_its_samples_and_an_llm_judge_does_not(page):
+    rec = b.known_record()
+    for name, res in rec.results.items():
+        rec.results[name] = res.model_copy(update={"judge": b.OFFLINE})
+    html = render_html(Report.from_records([rec], run=RunStats(judges=["offline"])))
+    banner = html.split('id="offline-banner"')[1].split("</div>")[0]
+    assert "no LLM, no API key" in banner and "It matches words, not meaning" in banner
+    assert "paraphrase" in banner and "--judge openai:gpt-4o-mini" in banner
+    note = html.split('id="offline-samples-note"')[1].split("</p>")[0]
+    assert "Offline judge: low scores may be paraphrases it cannot match" in note
+    assert html.index('id="offline-samples-note"') < html.index('id="table-pane"')
+    streamed = render_html(Report(aggregates={}, run=RunStats(judges=["offline"])))  # no records: banner only
+    assert 'id="offline-banner"' in streamed and "offline-samples-note" not in streamed
+    assert "offline-samples-note" not in page and "paraphrase" not in page  # an LLM judge: no note
+
+
 def test_metric_cards_show_the_aggregates(page, report):
     for name, agg in report.aggregates.items():
         assert f"<h3>{name}</h3>" in page
