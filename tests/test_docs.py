@@ -114,6 +114,7 @@ def test_the_getting_started_path_runs_in_order_in_one_folder(tmp_path: Path):
                 )
                 assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
                 assert "offline heuristic judge" in proc.stdout + proc.stderr
+                assert "It matches words, not meaning" in proc.stdout  # the note the page quotes
                 assert "CONTRADICTED: The Eiffel Tower is 500 metres tall." in proc.stdout
         else:
             proc = subprocess.run(
