@@ -263,7 +263,7 @@ async def generate(
     options = batch_options(batch)
     chunks = prepare(documents, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens, limits=limits)
     slots = plan_slots(chunks, size=size, mix=mix, styles=styles, seed=seed, max_slots=max_candidates)
-    judge = resolve_judge(llm, cache=cache)
+    judge = resolve_judge(llm, cache=cache, owner="generate()")
     waves = None
     try:
         waves = BatchWaves(judge, options) if options is not None else None

@@ -1,10 +1,10 @@
 """Judges around a user's own provider SDK client (``llm=openai.AsyncOpenAI(...)`` and the like).
 
-A client is recognised by its class's module and name, so nothing here imports the SDKs: this module
-is loaded only when an object that is no spec string and no Judge is passed as ``llm=``. The judge
-uses a per-loop copy of the client (see :mod:`ragmetrics.judge.providers._provider`) and never closes the
-user's object; what it records as the judge's identity (provider, model, base URL) comes from the
-client, never its key.
+A client is recognised by its class's module and name, so nothing here imports the SDKs; this module is
+loaded only when :mod:`ragmetrics.judge.resolve` meets an ``llm`` that is no spec string and no Judge.
+The judge uses a per-loop copy of the client (see :mod:`ragmetrics.judge.providers._provider`) and never
+closes the user's object; what it records as the judge's identity (provider, model, base URL) comes
+from the client, never its key.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ragmetrics.errors import ConfigError
 from ragmetrics.judge.providers._provider import ProviderJudge
 from ragmetrics.settings import DEFAULT_MODELS, JudgeSettings, check_judge_options
 
-__all__ = ["CLIENT_KINDS", "client_provider", "judge_for_client"]
+__all__ = ["CLIENT_KINDS", "async_twin", "client_provider", "judge_for_client"]
 
 CLIENT_KINDS = {
     ("openai", "AsyncAzureOpenAI"): "azure",
@@ -44,19 +44,14 @@ def _kind(obj: object, table: dict[tuple[str, str], str]) -> str | None:
     return None
 
 
-def client_provider(obj: object, *, owner: str = "llm") -> str | None:
-    """The provider an SDK client object speaks to (``openai``, ``azure``, ...), or None for other objects.
-
-    Raises:
-        ConfigError: ``obj`` is a synchronous SDK client (ragmetrics needs the async one).
-    """
-    sync = _kind(obj, _SYNC_TWINS)
-    if sync is not None:
-        raise ConfigError(
-            f"{owner}: llm is a synchronous {type(obj).__name__} client; pass its async twin "
-            f"({sync}) with the same arguments"
-        )
+def client_provider(obj: object) -> str | None:
+    """The provider an async SDK client speaks to (``openai``, ``azure``, ...), or None for other objects."""
     return _kind(obj, CLIENT_KINDS)
+
+
+def async_twin(obj: object) -> str | None:
+    """The async client class to pass instead of ``obj``, a synchronous SDK client; None for other objects."""
+    return _kind(obj, _SYNC_TWINS)
 
 
 def judge_for_client(client: Any, *, model: str | None = None, **options: Any) -> ProviderJudge:
@@ -70,12 +65,11 @@ def judge_for_client(client: Any, *, model: str | None = None, **options: Any) -
         **options: :class:`~ragmetrics.settings.JudgeSettings` fields and ``prices``.
 
     Raises:
-        ConfigError: Not such a client, no model where one is needed, or a bad option.
+        ConfigError: No model where one is needed, or a bad option.
     """
     check_judge_options(options, owner="llm", extra=("prices",))
     provider = client_provider(client)
-    if provider is None:
-        raise ConfigError(f"llm: {type(client).__name__} is not an async openai or anthropic SDK client")
+    assert provider is not None, "resolve_judge() takes only SDK clients here"
     if model is None:
         model = getattr(client, "_azure_deployment", None) if provider == "azure" else None
         model = model or DEFAULT_MODELS.get(provider)

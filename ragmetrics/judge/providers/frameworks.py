@@ -2,26 +2,8 @@
 
 RAGAS users pass such objects (wrapped in ``LangchainLLMWrapper`` / ``LlamaIndexLLMWrapper``, which are
 unwrapped here). An object is recognised by its classes' modules and names, so nothing here imports
-LangChain or LlamaIndex until the object is used:
-
-- **LangChain** ``BaseChatModel``: ``with_structured_output(response_model, include_raw=True)``, so the
-  model's own structured-output method is used (tool calling or JSON schema, as its integration
-  chooses), and the raw ``AIMessage`` gives the tokens (``usage_metadata``).
-- **LlamaIndex** ``LLM``: for a function-calling model, one forced tool call (``chat_with_tools`` with
-  the response model as the tool, what its ``structured_predict`` does), else ``chat`` with the JSON
-  schema in the last message; the ``ChatResponse`` gives the tokens. Its prompt-template helpers are not
-  used: they would read braces in sample text as template variables.
-
-Calls go through the objects' blocking methods (``invoke``, ``chat_with_tools``, ``chat``) on worker
-threads, ``max_concurrency`` of them: their async clients are bound to the event loop that first used
-them, and ``evaluate_sync`` gives every run a loop of its own, so a second run through the async
-methods fails with a connection error (LangChain's ``ChatOpenAI``, LlamaIndex's ``OpenAI``).
-
-Every call counts one attempt on the reply's usage, with the tokens when the object reports them (cost
-from the price table when its model is in it); a reply that fails validation is re-asked (``reasks``,
-default 2) with the problem named. Retries on 429s and timeouts are the framework object's own (its
-``max_retries``); ``timeout_s`` bounds each call and ``max_concurrency`` the calls in flight. The user's
-object is never closed.
+LangChain or LlamaIndex until the object is used. How a call is made, retried and metered:
+:class:`FrameworkJudge`. The user's object is never closed.
 """
 
 from __future__ import annotations
@@ -103,11 +85,10 @@ def judge_for_framework(llm: Any, **options: Any) -> FrameworkJudge:
             the sampling settings (temperature, max tokens, retries) are the object's own.
 
     Raises:
-        ConfigError: Not such an object, or an option it does not take.
+        ConfigError: An option it does not take.
     """
     kind = framework_kind(llm)
-    if kind is None:
-        raise ConfigError(f"llm: {type(llm).__name__} is not a LangChain chat model or a LlamaIndex LLM")
+    assert kind is not None, "resolve_judge() takes only framework models here"
     check_judge_options(options, owner="llm", extra=("prices",))
     other = sorted(set(options) - set(_OPTIONS))
     if other:
@@ -119,7 +100,27 @@ def judge_for_framework(llm: Any, **options: Any) -> FrameworkJudge:
 
 
 class FrameworkJudge:
-    """The Judge protocol over a LangChain chat model or a LlamaIndex LLM (see the module docstring)."""
+    """The Judge protocol over a LangChain chat model or a LlamaIndex LLM.
+
+    - **LangChain** ``BaseChatModel``: ``with_structured_output(response_model, include_raw=True)``, so
+      the model's own structured-output method is used (tool calling or JSON schema, as its integration
+      chooses), and the raw ``AIMessage`` gives the tokens (``usage_metadata``).
+    - **LlamaIndex** ``LLM``: for a function-calling model, one forced tool call (``chat_with_tools``
+      with the response model as the tool, what its ``structured_predict`` does), else ``chat`` with the
+      JSON schema in the last message; the ``ChatResponse`` gives the tokens. Its prompt-template
+      helpers are not used: they would read braces in sample text as template variables.
+
+    Calls go through the objects' blocking methods (``invoke``, ``chat_with_tools``, ``chat``) on worker
+    threads, ``max_concurrency`` of them: their async clients are bound to the event loop that first
+    used them, and ``evaluate_sync`` gives every run a loop of its own, so a second run through the
+    async methods fails with a connection error (LangChain's ``ChatOpenAI``, LlamaIndex's ``OpenAI``).
+
+    Every call counts one attempt on the reply's usage, with the tokens when the object reports them
+    (cost from the price table when its model is in it); a reply that fails validation is re-asked
+    (``reasks``, default 2) with the problem named. Retries on 429s and timeouts are the framework
+    object's own (its ``max_retries``); ``timeout_s`` bounds each call and ``max_concurrency`` the calls
+    in flight. The user's object is never closed.
+    """
 
     def __init__(
         self,
