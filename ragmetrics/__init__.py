@@ -80,8 +80,8 @@ _LAZY: dict[str, str] = {
     "EvaluationPipeline": "ragmetrics.pipeline",
     "EvaluationResult": "ragmetrics.pipeline",
     "Report": "ragmetrics.pipeline",
-    "evaluate": "ragmetrics.pipeline.one_call",
-    "evaluate_sync": "ragmetrics.pipeline.one_call",
+    "evaluate": "ragmetrics.eval",
+    "evaluate_sync": "ragmetrics.eval",
     # test sets from documents
     "generate": "ragmetrics.testset.generator",
     "generate_sync": "ragmetrics.testset.generator",
@@ -200,6 +200,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ragmetrics.calibration import CalibrationReport, calibrate, calibrate_sync
+    from ragmetrics.eval import evaluate, evaluate_sync
     from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, resolve_judge
     from ragmetrics.metrics import BUILTIN_METRICS
     from ragmetrics.metrics.claims.answer_correctness import AnswerCorrectnessMetric
@@ -230,7 +231,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         make_evaluator,
     )
     from ragmetrics.pipeline import EvaluationPipeline, EvaluationResult, Report
-    from ragmetrics.pipeline.one_call import evaluate, evaluate_sync
     from ragmetrics.regression.case_result import CaseResult
     from ragmetrics.regression.cases import EvalCaseMeta, eval_case
     from ragmetrics.regression.snapshot import Delta, Diff, EvalRegression, Snapshot

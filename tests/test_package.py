@@ -136,12 +136,13 @@ FACES = (
     "eval",
     "suite",
     "__main__",
+    "observe",
 )
 LAYERS = [
     {f"ragmetrics.{name}" for name in RECORDS},
     {"ragmetrics.judge"},
     {"ragmetrics.metrics"},
-    {"ragmetrics.pipeline", "ragmetrics.traces"},  # traces: OTLP spans read as dataset rows
+    {"ragmetrics.pipeline"},
     {f"ragmetrics.{name}" for name in FACES},
 ]
 
@@ -248,3 +249,70 @@ def test_no_module_imports_a_private_module_of_another_package():
                         problems.append(f"{module} imports {node.module}, private to {owner}")
                     break
     assert not problems, "\n".join(problems)
+
+
+def _modules() -> dict[str, Path]:
+    package = Path(ragmetrics.__file__).parent
+    return {
+        ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in package.rglob("*.py")
+    }
+
+
+def _targets(module: str, path: Path, known: set[str]) -> set[str]:
+    """The ragmetrics modules ``module`` imports anywhere in its file (functions and TYPE_CHECKING too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package, one level up per dot after the first
+                package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known)
+    return {m for m in found if m in known}
+
+
+def test_only_the_facade_and_the_cli_import_observe():
+    # Observability (traces in, scores out) sits above the pipeline: nothing below it imports it, and
+    # of the faces only the evaluate() facade, the package's lazy names and the CLI do.
+    modules = _modules()
+    allowed = ("ragmetrics", "ragmetrics.eval", "ragmetrics.cli")
+    problems = [
+        f"{module} imports {target}"
+        for module, path in modules.items()
+        if not (module == "ragmetrics.observe" or module.startswith("ragmetrics.observe."))
+        and not any(module == a or (a == "ragmetrics.cli" and module.startswith(a + ".")) for a in allowed)
+        for target in sorted(_targets(module, path, set(modules)))
+        if target == "ragmetrics.observe" or target.startswith("ragmetrics.observe.")
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_observe_has_no_import_cycle():
+    modules = _modules()
+    inside = {
+        m: p for m, p in modules.items() if m == "ragmetrics.observe" or m.startswith("ragmetrics.observe.")
+    }
+    graph = {m: _targets(m, p, set(inside)) - {m} for m, p in inside.items()}
+    assert {"ragmetrics.observe.otlp", "ragmetrics.observe.phoenix", "ragmetrics.observe.mlflow"} <= set(
+        graph
+    )
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                cycle = [*path[path.index(target) :], target] if target in path else [*path, target]
+                raise AssertionError("import cycle in ragmetrics.observe: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])

@@ -1,7 +1,7 @@
 """``ragmetrics eval --traces``: the flags that read production traces and send the scores back.
 
-``--traces FILE`` reads an OTLP JSON file (see :mod:`ragmetrics.traces.otlp`), ``--traces
-phoenix:http://HOST:PORT[/PROJECT]`` a Phoenix server's spans (:mod:`ragmetrics.traces.phoenix`);
+``--traces FILE`` reads an OTLP JSON file (see :mod:`ragmetrics.observe.otlp`), ``--traces
+phoenix:http://HOST:PORT[/PROJECT]`` a Phoenix server's spans (:mod:`ragmetrics.observe.phoenix`);
 ``--sample``, ``--seed``, ``--since``, ``--until`` and ``--where`` choose traces; ``--incremental CURSOR``
 scores only traces not scored before; ``--export otel`` sends one ``gen_ai.evaluation.result`` event per
 result over OTLP/HTTP;
@@ -69,7 +69,7 @@ def export_target(value: str) -> str:
     if value == "otel" or (value.startswith("mlflow:") and value[len("mlflow:") :].strip()):
         return value
     if value.startswith("phoenix:"):
-        from ragmetrics.traces.phoenix import parse_phoenix_url
+        from ragmetrics.observe.phoenix import parse_phoenix_url
 
         try:
             parse_phoenix_url(value, "--export")
@@ -90,7 +90,7 @@ def trace_data(args: argparse.Namespace) -> tuple[list[Any], Any, str | None]:
     Raises:
         ConfigError: A bad flag value, an unreadable file, a damaged cursor, or no trace at all.
     """
-    from ragmetrics.traces import Cursor, parse_time, parse_where, select_traces, trace_rows
+    from ragmetrics.observe import Cursor, parse_time, parse_where, select_traces, trace_rows
 
     cursor = Cursor(args.incremental) if args.incremental else None
     where = parse_where(args.where)
@@ -156,7 +156,7 @@ def finish_traces(args: argparse.Namespace, cursor: Any, records: Any) -> tuple[
         lines.append(f"{added} traces added to the cursor {cursor.path} ({len(cursor.scored)} scored in all)")
     for target in getattr(args, "export", []):
         if target == "otel":
-            from ragmetrics.integrations.otel import export_otel
+            from ragmetrics.observe.otel import export_otel
 
             try:
                 sent = export_otel(records)
@@ -164,7 +164,7 @@ def finish_traces(args: argparse.Namespace, cursor: Any, records: Any) -> tuple[
                 return lines, str(exc)
             lines.append(f"Sent {sent} gen_ai.evaluation.result events over OTLP/HTTP")
         elif target.startswith("mlflow:"):
-            from ragmetrics.integrations.mlflow import export_mlflow
+            from ragmetrics.observe.mlflow import export_mlflow
 
             uri = target[len("mlflow:") :].strip()
             data = getattr(args, "traces", None) or getattr(args, "data", None)
@@ -181,7 +181,7 @@ def finish_traces(args: argparse.Namespace, cursor: Any, records: Any) -> tuple[
                 return lines, str(exc)
             lines.append(f"Logged the run to MLflow at {uri}: run {run_id}")
         elif target.startswith("phoenix:"):
-            from ragmetrics.integrations.phoenix import export_phoenix
+            from ragmetrics.observe.phoenix_export import export_phoenix
 
             try:
                 logged, unlinked = export_phoenix(records, target)

@@ -1,7 +1,7 @@
 """A small LangChain RAG app instrumented with OpenInference's LangChain instrumentor, sending its spans
 to a Phoenix server over OTLP/HTTP. Run as a script (the instrumentor patches LangChain process-wide):
 
-    python -m tests.traces.phoenix_app OTLP_TRACES_ENDPOINT PROJECT [--bare]
+    python -m tests.observe.phoenix_app OTLP_TRACES_ENDPOINT PROJECT [--bare]
 
 It prints one JSON line: the trace ids (hex) in order. ``--bare`` leaves the retriever out (and its
 contexts), so the traces have no RETRIEVER span.

@@ -1,27 +1,13 @@
 """Read the spans a running Phoenix server holds, as the same trace spans an OTLP JSON file gives.
 
-``--traces phoenix:http://HOST:PORT[/PROJECT]`` (and ``evaluate(traces="phoenix:...")``) reads every span
-of the project (``default`` when the URL has no path) through ``arize-phoenix-client``
-(``GET /v1/projects/{project}/spans``, paged); each becomes a :class:`~ragmetrics.traces.spans.TraceSpan`
-and from there the traces turn into samples exactly as an OTLP file's do (:func:`trace_sample`: the same
-attributes, the same statuses for a trace without an answer or a retriever span). Phoenix returns the
-span kind as a field, not an attribute; it is read as ``openinference.span.kind``. A span's events (GenAI
-messages) are read as in a file. Phoenix's REST API does not return resource attributes, so
-``service.name`` is not in ``meta.attributes`` here.
-
-With ``--since`` the server sends only the spans that start at or after it (a trace's spans start no
-earlier than its root), so an hourly job reads the last hours, not the project's whole history. A
-trace that this window cuts (its root started before ``--since``), or whose root has a parent in
-another service, has no span without a parent among those read; each such trace is read again whole,
-by trace id (Phoenix >= 13.9; an older server is read whole instead), so it is scored or left out
-exactly as a full read would.
-
-A read is capped (see :mod:`._phoenix_caps`): at most ``MAX_PHOENIX_PAGES`` requests,
-``MAX_PHOENIX_BYTES`` of replies and ``MAX_PHOENIX_SECONDS`` of wall time, and a page cursor sent twice
-ends it; each is a ``ConfigError`` naming the server and the cap.
-
-An API key, when the server needs one, is read by the Phoenix client from ``PHOENIX_API_KEY``. Needs the
-``phoenix`` extra: ``pip install 'ragmetrics[phoenix]'``.
+``--traces phoenix:http://HOST:PORT[/PROJECT]`` reads the project's spans (``default`` without a path)
+through ``arize-phoenix-client`` (``GET /v1/projects/{project}/spans``, paged) as :class:`TraceSpan`
+values, which become samples exactly as a file's do; the span kind (a field in Phoenix) is read as
+``openinference.span.kind``. Phoenix returns no resource attributes (no ``service.name``). With
+``--since`` the server sends only spans from then on, and a trace the window cuts is read again whole
+by trace id (Phoenix >= 13.9; an older server is read whole), so it is scored exactly as a full read
+would. A read is capped in requests, bytes and time (:mod:`._phoenix_caps`). An API key is read by the
+Phoenix client from ``PHOENIX_API_KEY``. Needs the ``phoenix`` extra: ``pip install 'ragmetrics[phoenix]'``.
 """
 
 from __future__ import annotations
@@ -32,15 +18,15 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
-from ragmetrics.traces._phoenix_caps import (
+from ragmetrics.observe._phoenix_caps import (
     MAX_PHOENIX_BYTES,
     MAX_PHOENIX_PAGES,
     MAX_PHOENIX_SECONDS,
     CappedTransport,
     ReadBudget,
 )
-from ragmetrics.traces.samples import MAX_SPANS
-from ragmetrics.traces.spans import TraceSpan, _hex_id, event_messages, keep_attribute
+from ragmetrics.observe.samples import MAX_SPANS
+from ragmetrics.observe.spans import TraceSpan, _hex_id, event_messages, keep_attribute
 
 __all__ = ["DEFAULT_PROJECT", "parse_phoenix_url", "phoenix_client", "read_phoenix"]
 
@@ -210,7 +196,9 @@ def read_phoenix(
     Args:
         target: ``phoenix:http://HOST:PORT[/PROJECT]``.
         since_ns: Read only the traces whose root starts at or after it (unix nanoseconds), and the
-            traces the window cuts, whole (see the module's docstring); None: every span.
+            traces the window cuts, whole; None: every span. A trace the window cuts (its root started
+            before), or whose root has a parent in another service, has no span without a parent among
+            those read: each such trace is read again whole, by trace id.
         max_pages: Requests the read may send in all.
         max_bytes: Reply bytes the read may take in all.
         max_seconds: Wall time the read may take.

@@ -36,7 +36,7 @@ def send_timed(endpoint: str, project: str, traces: Sequence[Timed]) -> list[str
     resource = Resource.create({"service.name": "rag-app", "openinference.project.name": project})
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-    tracer = provider.get_tracer("tests.traces.window_spans")
+    tracer = provider.get_tracer("tests.observe.window_spans")
     rng = random.Random(7)
     ids = []
     for number, timed in enumerate(traces):

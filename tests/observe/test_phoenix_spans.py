@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from ragmetrics.traces.otlp import TraceSpan, trace_sample
-from ragmetrics.traces.phoenix import _span, parse_phoenix_url
+from ragmetrics.observe.phoenix import _span, parse_phoenix_url
+from ragmetrics.observe.samples import trace_sample
+from ragmetrics.observe.spans import TraceSpan
 
 
 def test_a_langchain_message_dump_on_the_root_is_read_as_its_content() -> None:

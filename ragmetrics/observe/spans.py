@@ -1,9 +1,9 @@
 """One span as the trace readers give it: ids, start, origin and the attributes a sample is built from.
 
-The OTLP file reader (:mod:`ragmetrics.traces.otlp`) and the Phoenix reader (:mod:`ragmetrics.traces.phoenix`)
-both give :class:`TraceSpan` values (and :class:`SpanProblem` for a trace some of whose spans could
-not be read); :mod:`ragmetrics.traces.samples` turns them into samples. OTLP ``AnyValue`` decoding,
-hex ids and GenAI messages recorded as span events are read here, once for both readers.
+The OTLP file reader (:mod:`.otlp`) and the Phoenix reader (:mod:`.phoenix`) both give :class:`TraceSpan`
+values (and :class:`SpanProblem` for a trace some of whose spans could not be read); :mod:`.samples`
+turns them into samples. OTLP ``AnyValue`` decoding, hex ids and GenAI messages recorded as span events
+are read here, once for both readers.
 """
 
 from __future__ import annotations

@@ -26,10 +26,10 @@ import pytest
 
 from ragmetrics.cli import main
 from ragmetrics.errors import ConfigError
-from ragmetrics.pipeline.one_call import evaluate_sync
+from ragmetrics.eval import evaluate_sync
+from ragmetrics.observe import trace_rows
 from ragmetrics.testing import FakeLLMServer
-from ragmetrics.traces import trace_rows
-from tests.traces.servers import free_port, start_server
+from tests.observe.servers import free_port, start_server
 
 pytestmark = [pytest.mark.once, pytest.mark.xdist_group("phoenix")]  # one server per run, not per worker
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def held_rows(url: str, project: str) -> list[Any]:
 def send_traces(url: str, project: str, *, bare: bool = False) -> list[str]:
     """Run the instrumented LangChain app against Phoenix; wait until Phoenix holds its traces."""
     pytest.importorskip("openinference.instrumentation.langchain")
-    argv = [sys.executable, "-m", "tests.traces.phoenix_app", f"{url}/v1/traces", project]
+    argv = [sys.executable, "-m", "tests.observe.phoenix_app", f"{url}/v1/traces", project]
     done = subprocess.run(
         [*argv, *(["--bare"] if bare else [])], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
@@ -181,7 +181,7 @@ def test_phoenix_traces_without_a_retriever_get_a_status_each_and_it_is_annotate
     assert all("no retriever span" in r.errors[0].message for r in records)
     assert len(fake_llm_server.requests) == 0  # nothing unscorable is sent to the judge
 
-    from ragmetrics.integrations.phoenix import export_phoenix
+    from ragmetrics.observe.phoenix_export import export_phoenix
 
     assert export_phoenix(records, f"phoenix:{phoenix_url}") == (3, 0)
     found = _annotations(phoenix_url, "bare-app", [r.extra["span_id"] for r in records])
@@ -201,9 +201,9 @@ def test_an_unknown_project_or_an_unreachable_server_is_a_usage_error(phoenix_ur
 def test_since_is_read_on_the_server_and_a_trace_it_cuts_is_read_whole(
     phoenix_url: str, tmp_path: Path, capsys
 ) -> None:
-    from ragmetrics.traces import select_traces
-    from ragmetrics.traces.phoenix import read_phoenix
-    from tests.traces.window_spans import Timed, send_timed
+    from ragmetrics.observe import select_traces
+    from ragmetrics.observe.phoenix import read_phoenix
+    from tests.observe.window_spans import Timed, send_timed
 
     s = 1_000_000_000
     since = time.time_ns() - 600 * s
@@ -242,8 +242,8 @@ def test_since_is_read_on_the_server_and_a_trace_it_cuts_is_read_whole(
 
 
 def test_hostile_phoenix_traces_get_a_status_each_and_nothing_is_lost(phoenix_url: str) -> None:
-    from ragmetrics.integrations.phoenix import export_phoenix
-    from tests.traces.window_spans import Timed, send_timed
+    from ragmetrics.observe.phoenix_export import export_phoenix
+    from tests.observe.window_spans import Timed, send_timed
 
     now = time.time_ns()
     huge, silent, fine = send_timed(
@@ -272,7 +272,7 @@ def test_hostile_phoenix_traces_get_a_status_each_and_nothing_is_lost(phoenix_ur
 
 
 def test_a_genai_trace_with_message_events_is_read_from_phoenix(phoenix_url: str) -> None:
-    from tests.traces.otel_app import run_genai_app
+    from tests.observe.otel_app import run_genai_app
 
     docs = ["Rome is the capital of Italy.", "The Tiber flows through Rome."]
     endpoint = f"{phoenix_url}/v1/traces"

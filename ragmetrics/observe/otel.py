@@ -1,21 +1,12 @@
 """Scores out to OpenTelemetry: one ``gen_ai.evaluation.result`` event per metric result, over OTLP/HTTP.
 
-The event is the one the OpenTelemetry GenAI semantic conventions define (semantic conventions 1.38.0,
-GenAI, status *development*): an event (a log record with ``event_name = "gen_ai.evaluation.result"``)
-whose trace context is the evaluated span's, so a backend shows it on that span, with the attributes
-
-* ``gen_ai.evaluation.name``: the metric's name (``faithfulness``);
-* ``gen_ai.evaluation.score.value``: the score (absent when the metric produced none);
-* ``gen_ai.evaluation.score.label``: ``pass`` or ``fail`` at the metric's threshold (absent without one);
-* ``gen_ai.evaluation.explanation``: the result's reason (absent when it has none);
-* ``gen_ai.response.id``: the evaluated completion's id, when the trace's LLM span recorded one;
-* ``ragmetrics.status``: our status (``ok``, ``missing_input``, ``provider_error``...).
-
-Samples that came from traces (``--traces``) are linked by ``meta.trace_id`` / ``meta.span_id``; others
-are sent unlinked. The exporter is the OpenTelemetry SDK's ``OTLPLogExporter``, configured by the
-standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT``, ``..._HEADERS`` and
-``..._TIMEOUT`` variables; the resource's ``service.name`` is ``ragmetrics`` unless ``OTEL_SERVICE_NAME``
-or ``OTEL_RESOURCE_ATTRIBUTES`` names one. Needs the ``otel`` extra: ``pip install 'ragmetrics[otel]'``.
+The event is the one the OpenTelemetry GenAI semantic conventions define (1.38.0, status *development*):
+a log record with ``event_name = "gen_ai.evaluation.result"`` in the evaluated span's trace context (a
+sample read from traces is linked by ``meta.trace_id`` / ``meta.span_id``; others are sent unlinked),
+with the attributes :func:`evaluation_events` lists. The exporter is the OpenTelemetry SDK's
+``OTLPLogExporter``, configured by the standard ``OTEL_EXPORTER_OTLP_*`` variables; the resource's
+``service.name`` is ``ragmetrics`` unless ``OTEL_SERVICE_NAME`` or ``OTEL_RESOURCE_ATTRIBUTES`` names
+one. Needs the ``otel`` extra: ``pip install 'ragmetrics[otel]'``.
 """
 
 from __future__ import annotations
@@ -33,7 +24,17 @@ _BATCH = 512  # events per OTLP/HTTP request
 
 
 def evaluation_events(records: Iterable[Any]) -> list[dict[str, Any]]:
-    """The events to send: per record and metric, the attributes and the span they belong to."""
+    """The events to send: per record and metric, the attributes and the span they belong to.
+
+    The attributes:
+
+    * ``gen_ai.evaluation.name``: the metric's name (``faithfulness``);
+    * ``gen_ai.evaluation.score.value``: the score (absent when the metric produced none);
+    * ``gen_ai.evaluation.score.label``: ``pass`` or ``fail`` at the metric's threshold (absent without one);
+    * ``gen_ai.evaluation.explanation``: the result's reason (absent when it has none);
+    * ``gen_ai.response.id``: the evaluated completion's id, when the trace's LLM span recorded one;
+    * ``ragmetrics.status``: our status (``ok``, ``missing_input``, ``provider_error``...).
+    """
     events = []
     for record in records:
         meta = record.sample.meta if record.sample is not None else record.extra

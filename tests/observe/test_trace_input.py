@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 
 from ragmetrics.cli import main  # noqa: E402
-from ragmetrics.pipeline.one_call import evaluate_sync  # noqa: E402
-from tests.traces.otel_app import run_app, run_genai_app  # noqa: E402
+from ragmetrics.eval import evaluate_sync  # noqa: E402
+from tests.observe.otel_app import run_app, run_genai_app  # noqa: E402
 
 QUESTIONS = [
     ("What is the capital of France?", "paris", "Paris is the capital of France."),

@@ -1,19 +1,12 @@
-"""Read OpenTelemetry traces from OTLP JSON files: spans, checked line by line, for the traces to score.
+"""Read OpenTelemetry traces from OTLP JSON files: spans, checked line by line.
 
 The file is what the OpenTelemetry Collector's ``file`` exporter writes: one ``ExportTraceServiceRequest``
-as JSON per line (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``); one pretty-printed
-document (a file whose first line is ``{``) is read too. How spans become samples (which attributes are
-the question, answer and contexts) is :mod:`ragmetrics.traces.samples`.
-
-Each line is checked against the format before any of its spans is kept: every level the type OTLP
-says (``resourceSpans``, ``scopeSpans``, ``spans``, ``attributes`` and ``events`` lists of objects),
-every span with a string ``traceId`` and ``spanId``, attributes with a string ``key``, and times
-(``startTimeUnixNano``, ``endTimeUnixNano``) whole numbers of nanoseconds from 0 to 2^64 - 1. A line
-that is not UTF-8, not JSON or not OTLP in that sense is skipped whole, and the message says where and
-what: every trace with spans on that line gets it as its ``invalid_input`` status (incomplete, so
-not scored), or the line is one ``invalid_input`` row when no trace id can be read from it. Nothing
-stops the rest of the file. Spans are read one line at a time and only the attributes a sample is
-built from (and short scalars, for ``--where``) are kept, so 100,000 spans cost their text, not their JSON.
+as JSON per line; one pretty-printed document (a file whose first line is ``{``) is read too. Each line
+is checked against the format (the type of every level, string ids, times as whole nanoseconds) before
+any of its spans is kept. A line that is not UTF-8, not JSON or not OTLP is skipped whole, and the
+message says where and what: every trace with spans on it gets an ``invalid_input`` status (incomplete,
+not scored), or the line is one ``invalid_input`` row when no trace id can be read. Only the attributes
+a sample is built from (and short scalars, for ``--where``) are kept, so 100,000 spans cost their text.
 """
 
 from __future__ import annotations
@@ -25,30 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
-from ragmetrics.pipeline.dataset import Row
-from ragmetrics.traces.samples import MAX_SPANS, MAX_VALUE_CHARS, rows_from_spans, trace_sample
-from ragmetrics.traces.spans import (
+from ragmetrics.observe.samples import MAX_SPANS
+from ragmetrics.observe.spans import (
     SpanProblem,
     TraceSpan,
     _attributes,
     _hex_id,
     event_messages,
-    keep_attribute,
 )
 
-__all__ = [
-    "MAX_LINE_BYTES",
-    "MAX_SPANS",
-    "MAX_VALUE_CHARS",
-    "SpanProblem",
-    "TraceSpan",
-    "event_messages",
-    "keep_attribute",
-    "read_otlp_json",
-    "rows_from_spans",
-    "trace_rows",
-    "trace_sample",
-]
+__all__ = ["MAX_LINE_BYTES", "read_otlp_json"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """One OTLP JSON line longer than this is skipped and reported."""
@@ -257,19 +236,3 @@ def read_otlp_json(path: str | os.PathLike[str]) -> Iterator[TraceSpan | SpanPro
         for number, line in enumerate(lines, 1):
             if line.strip():
                 yield from _line(line, f"{target.name} line {number}")
-
-
-def trace_rows(source: str | os.PathLike[str], *, since_ns: int | None = None) -> list[Row]:
-    """One dataset row per trace, in the order traces first appear.
-
-    ``source`` is an OTLP JSON file, or ``phoenix:http://HOST:PORT[/PROJECT]`` for the spans a running
-    Phoenix server holds (see :mod:`ragmetrics.traces.phoenix`). ``since_ns`` (unix nanoseconds): a
-    Phoenix server sends only the traces whose root starts then or later (and the ones that window
-    cuts, whole); a file is read whole (:func:`~ragmetrics.traces.select.select_traces` applies the
-    window to either).
-    """
-    if isinstance(source, str) and source.startswith("phoenix:"):
-        from ragmetrics.traces.phoenix import read_phoenix
-
-        return rows_from_spans(read_phoenix(source, since_ns=since_ns), source)
-    return rows_from_spans(read_otlp_json(source), source)

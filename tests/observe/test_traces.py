@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 
 from ragmetrics.cli import main  # noqa: E402
-from ragmetrics.pipeline.one_call import evaluate_sync  # noqa: E402
+from ragmetrics.eval import evaluate_sync  # noqa: E402
+from ragmetrics.observe import Cursor, select_traces, trace_rows  # noqa: E402
 from ragmetrics.testing import FakeLLMServer  # noqa: E402
-from ragmetrics.traces import Cursor, select_traces, trace_rows  # noqa: E402
-from tests.traces.otel_app import GENAI_VARIANTS, run_app, run_genai_app  # noqa: E402
-from tests.traces.receiver import OtlpReceiver  # noqa: E402
+from tests.observe.otel_app import GENAI_VARIANTS, run_app, run_genai_app  # noqa: E402
+from tests.observe.receiver import OtlpReceiver  # noqa: E402
 
 QUESTIONS = [
     ("What is the capital of France?", "paris", "Paris is the capital of France."),

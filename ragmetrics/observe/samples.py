@@ -1,38 +1,14 @@
 """Spans grouped by trace, each trace one sample to score: which attributes are question, answer, contexts.
 
-The readers (:mod:`ragmetrics.traces.otlp` for files, :mod:`ragmetrics.traces.phoenix`) give spans;
-spans are grouped by trace id, and a trace becomes one sample:
+The readers (:mod:`.otlp` for files, :mod:`.phoenix`) give spans; spans are grouped by trace id and a
+trace becomes one sample (:func:`trace_sample` says which OpenInference and GenAI attributes and span
+events give the question, the answer and the contexts, and what ``meta`` keeps).
 
-* **id**: the trace id (hex); ``meta`` keeps ``trace_id``, the root ``span_id``, the root span's
-  ``name`` and ``start_time`` (ISO 8601, UTC), the spans the question, answer and contexts came from,
-  and the last LLM span's ``gen_ai.response.id`` as ``response_id`` (when it has one).
-* **question**: the root span's ``input.value`` (OpenInference); when that is JSON, its ``question``,
-  ``query``, ``input`` or ``text`` key. Else the last ``user`` message of the first LLM span
-  (``llm.input_messages.N.message.role`` / ``.content``; GenAI: ``gen_ai.input.messages``, a JSON list
-  of ``{"role", "parts": [{"type": "text", "content"}]}``, or the older ``gen_ai.prompt.N.role`` /
-  ``.content``).
-* **answer**: the root span's ``output.value`` (JSON: ``answer``, ``output``, ``result``, ``content`` or
-  ``text``, or a LangChain message's ``data.content``); else the last LLM span's first output message
-  (``llm.output_messages.0.message.content``; GenAI: ``gen_ai.output.messages`` or
-  ``gen_ai.completion.0.content``).
-* GenAI messages recorded as span events instead of attributes are read too:
-  ``gen_ai.client.inference.operation.details`` (its ``gen_ai.input.messages`` /
-  ``gen_ai.output.messages``), the per-message events ``gen_ai.system.message``, ``gen_ai.user.message``,
-  ``gen_ai.assistant.message``, ``gen_ai.tool.message`` (``content``) and ``gen_ai.choice``
-  (``message.content``), and the older ``gen_ai.content.prompt`` / ``gen_ai.content.completion``
-  (``gen_ai.prompt`` / ``gen_ai.completion``); a span's own attributes win over its events.
-* **contexts**: every retriever span (``openinference.span.kind = RETRIEVER``, or GenAI
-  ``gen_ai.operation.name = retrieval``) in start-time order, and within each its documents in index
-  order (``retrieval.documents.N.document.content``; GenAI: ``gen_ai.retrieval.documents``, a list, as
-  JSON or structured, of strings or of ``{"content"}``).
-
-A trace with no retriever span is an ``invalid_input`` row saying so (an empty context list would
-score its answer as unsupported, which nobody measured). A trace with no answer, a value over
-:data:`MAX_VALUE_CHARS`, a span id that appears twice, or spans on a line that could not be read make
-that trace an ``invalid_input`` row that says why. A retrieved document recorded without its text (an
-id and a score only, as the GenAI conventions' example and content capture turned off give) makes the
-contexts unusable: the metrics that need them are ``invalid_input`` on that trace, naming the missing
-attribute; the others (relevancy) score. Nothing stops the rest.
+A trace with no retriever span, no answer, a value over :data:`MAX_VALUE_CHARS`, a span id that appears
+twice, or spans on a line that could not be read is an ``invalid_input`` row that says why (an empty
+context list would score its answer as unsupported, which nobody measured). A retrieved document
+recorded without its text makes the metrics that need contexts ``invalid_input`` on that trace, naming
+the missing attribute; the others (relevancy) score. Nothing stops the rest.
 """
 
 from __future__ import annotations
@@ -44,8 +20,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ragmetrics.errors import ConfigError, shorten
+from ragmetrics.observe.spans import SpanProblem, TraceSpan, _kept
 from ragmetrics.pipeline.dataset import Row
-from ragmetrics.traces.spans import SpanProblem, TraceSpan, _kept
 
 __all__ = ["MAX_SPANS", "MAX_VALUE_CHARS", "rows_from_spans", "trace_sample"]
 
@@ -195,6 +171,29 @@ def _iso(ns: int) -> str | None:
 
 def trace_sample(trace_id: str, spans: list[TraceSpan]) -> tuple[dict[str, Any], str | None]:
     """A trace's sample fields (and ``meta``), and the problem that makes it unscorable, if any.
+
+    * **id**: the trace id (hex); ``meta`` keeps ``trace_id``, the root ``span_id``, the root span's
+      ``name`` and ``start_time`` (ISO 8601, UTC), the spans the question, answer and contexts came from,
+      and the last LLM span's ``gen_ai.response.id`` as ``response_id`` (when it has one).
+    * **question**: the root span's ``input.value`` (OpenInference); when that is JSON, its ``question``,
+      ``query``, ``input`` or ``text`` key. Else the last ``user`` message of the first LLM span
+      (``llm.input_messages.N.message.role`` / ``.content``; GenAI: ``gen_ai.input.messages``, a JSON list
+      of ``{"role", "parts": [{"type": "text", "content"}]}``, or the older ``gen_ai.prompt.N.role`` /
+      ``.content``).
+    * **answer**: the root span's ``output.value`` (JSON: ``answer``, ``output``, ``result``, ``content`` or
+      ``text``, or a LangChain message's ``data.content``); else the last LLM span's first output message
+      (``llm.output_messages.0.message.content``; GenAI: ``gen_ai.output.messages`` or
+      ``gen_ai.completion.0.content``).
+    * GenAI messages recorded as span events instead of attributes are read too:
+      ``gen_ai.client.inference.operation.details`` (its ``gen_ai.input.messages`` /
+      ``gen_ai.output.messages``), the per-message events ``gen_ai.system.message``, ``gen_ai.user.message``,
+      ``gen_ai.assistant.message``, ``gen_ai.tool.message`` (``content``) and ``gen_ai.choice``
+      (``message.content``), and the older ``gen_ai.content.prompt`` / ``gen_ai.content.completion``
+      (``gen_ai.prompt`` / ``gen_ai.completion``); a span's own attributes win over its events.
+    * **contexts**: every retriever span (``openinference.span.kind = RETRIEVER``, or GenAI
+      ``gen_ai.operation.name = retrieval``) in start-time order, and within each its documents in index
+      order (``retrieval.documents.N.document.content``; GenAI: ``gen_ai.retrieval.documents``, a list, as
+      JSON or structured, of strings or of ``{"content"}``).
 
     A document recorded without its text leaves ``meta["contexts_problem"]`` saying which attribute is
     missing: the metrics that need the contexts fail on that trace, the others score.

@@ -1,19 +1,11 @@
 """Scores out to Phoenix: one span annotation per metric result, on the span the sample came from.
 
-``--export phoenix:http://HOST:PORT`` logs, for each record of a sample read from traces (``--traces``,
-OTLP file or Phoenix) and each metric, a span annotation (``POST /v1/span_annotations`` through
-``arize-phoenix-client``) on the trace's root span (``meta.span_id``), so Phoenix shows it beside the trace:
-
-* ``name``: the metric's name (``faithfulness``); ``annotator_kind``: ``LLM``;
-* ``result.score``: the score (absent when the metric produced none);
-* ``result.label``: ``passed`` or ``failed`` at the metric's threshold; without a threshold verdict, the
-  status when it is not ``ok`` (``invalid_input``, ``provider_error``...);
-* ``result.explanation``: the result's reason, or the error message (at most 4,000 characters);
-* ``metadata``: ``{"status": ..., "sample_id": ..., "source": "ragmetrics"}``.
-
+``--export phoenix:http://HOST:PORT`` logs, for each record of a sample read from traces and each metric,
+a span annotation (``POST /v1/span_annotations`` through ``arize-phoenix-client``) on the trace's root
+span (``meta.span_id``), so Phoenix shows it beside the trace (fields: :func:`span_annotations`).
 Phoenix keeps one annotation per (name, span, identifier), so scoring a trace again replaces its
-annotation. A record with no span id (a sample from a data file) has nothing to annotate and is
-counted as unlinked. Needs the ``phoenix`` extra: ``pip install 'ragmetrics[phoenix]'``.
+annotation. A record with no span id (a sample from a data file) is counted as unlinked. Needs the
+``phoenix`` extra: ``pip install 'ragmetrics[phoenix]'``.
 """
 
 from __future__ import annotations
@@ -22,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ragmetrics.errors import ConfigError, ExportError
-from ragmetrics.traces.phoenix import parse_phoenix_url, phoenix_client
+from ragmetrics.observe.phoenix import parse_phoenix_url, phoenix_client
 
 __all__ = ["export_phoenix", "span_annotations"]
 
@@ -31,7 +23,17 @@ _MAX_EXPLANATION = 4000
 
 
 def span_annotations(records: Iterable[Any]) -> tuple[list[dict[str, Any]], int]:
-    """The annotations to log, and how many metric results had no span to go on."""
+    """The annotations to log, and how many metric results had no span to go on.
+
+    Each annotation's fields:
+
+    * ``name``: the metric's name (``faithfulness``); ``annotator_kind``: ``LLM``;
+    * ``result.score``: the score (absent when the metric produced none);
+    * ``result.label``: ``passed`` or ``failed`` at the metric's threshold; without a threshold verdict, the
+      status when it is not ``ok`` (``invalid_input``, ``provider_error``...);
+    * ``result.explanation``: the result's reason, or the error message (at most 4,000 characters);
+    * ``metadata``: ``{"status": ..., "sample_id": ..., "source": "ragmetrics"}``.
+    """
     annotations: list[dict[str, Any]] = []
     unlinked = 0
     for record in records:

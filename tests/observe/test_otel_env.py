@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 
 from ragmetrics.cli import main  # noqa: E402
-from tests.traces.receiver import OtlpReceiver  # noqa: E402
+from tests.observe.receiver import OtlpReceiver  # noqa: E402
 
 ROWS = [
     {"question": f"Which river flows through city {i}?", "answer": f"River {i}.", "contexts": [f"River {i}."]}

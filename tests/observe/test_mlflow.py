@@ -17,7 +17,7 @@ import pytest
 from ragmetrics.cli import main
 from ragmetrics.pipeline.report import read_jsonl
 from ragmetrics.testing import FakeLLMServer
-from tests.traces.servers import free_port, start_server
+from tests.observe.servers import free_port, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,7 +134,7 @@ def test_export_mlflow_from_python_writes_the_records_and_report_when_no_file_wa
     from mlflow.tracking import MlflowClient
 
     import ragmetrics
-    from ragmetrics.integrations.mlflow import export_mlflow
+    from ragmetrics.observe.mlflow import export_mlflow
 
     # the Python API sets no threshold (the CLI's --threshold defaults to 0.5), so no pass rate is logged
     results = ragmetrics.evaluate_sync(str(data), metrics=["faithfulness"], llm="offline", progress=False)
@@ -244,7 +244,7 @@ def test_export_mlflow_from_python_is_bounded_by_timeout_s(data: Path, silent_se
     code = f"""if True:
         import time, ragmetrics
         from ragmetrics.errors import ExportError
-        from ragmetrics.integrations.mlflow import export_mlflow
+        from ragmetrics.observe.mlflow import export_mlflow
         results = ragmetrics.evaluate_sync(
             {str(data)!r}, metrics=["faithfulness"], llm="offline", progress=False
         )
@@ -270,7 +270,7 @@ def test_a_bad_export_timeout_is_a_config_error(data: Path, monkeypatch) -> None
     pytest.importorskip("mlflow")
     import ragmetrics
     from ragmetrics.errors import ConfigError
-    from ragmetrics.integrations.mlflow import export_mlflow
+    from ragmetrics.observe.mlflow import export_mlflow
 
     results = ragmetrics.evaluate_sync(str(data), metrics=["faithfulness"], llm="offline", progress=False)
     with pytest.raises(ConfigError, match="export_mlflow: timeout_s must be a number > 0, got 0"):
@@ -290,7 +290,7 @@ def test_a_bad_export_target_is_a_usage_error(target: str, data: Path, capsys) -
 
 def test_importing_ragmetrics_and_its_cli_imports_no_mlflow() -> None:
     code = (
-        "import sys, ragmetrics, ragmetrics.cli.trace_flags, ragmetrics.integrations.mlflow;"
+        "import sys, ragmetrics, ragmetrics.cli.trace_flags, ragmetrics.observe.mlflow;"
         "assert 'mlflow' not in sys.modules, 'mlflow imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,22 +1,12 @@
 """Scores out to MLflow: one tracking run per evaluation, with its aggregates, params and files.
 
 ``ragmetrics eval ... --export mlflow:TRACKING_URI`` (or :func:`export_mlflow`) creates a run in the
-experiment ``MLFLOW_EXPERIMENT_NAME`` (default ``ragmetrics``) on that tracking server and logs
-
-* metrics: per metric ``<name>/mean``, ``<name>/pass_rate`` (with a threshold), ``<name>/scored``,
-  ``<name>/unscored``, ``<name>/ci_low`` and ``<name>/ci_high``; for the run ``samples``, ``failed``,
-  ``calls``, ``prompt_tokens``, ``completion_tokens``, ``cost_usd``, ``cache_hits`` and ``wall_time_s``;
-* params: ``judge``, ``metrics``, ``threshold/<name>`` per metric with one, ``data`` and
-  ``ragmetrics_version``;
-* artifacts: the records as JSON lines (``records.jsonl``, lossless: ``read_jsonl`` reads it back) and
-  the HTML report (``report.html``).
-
-It talks to the server through ``mlflow.MlflowClient`` (no global active run is started or changed),
-on a worker thread: the whole export is bounded by ``timeout_s`` (``RAGMETRICS_EXPORT_TIMEOUT_S``, else
-30 s, ``EXPORT_TIMEOUT_S``), as MLflow's own retries (7, with backoff) and 120 s request timeout held a
-run 251 s on a dead port and 367 s on a server that never answers. Past it, :class:`ExportError` says
-so; the worker sends no further request but one marking a run it made ``FAILED`` (the request in
-flight ends by MLflow's own timeouts).
+experiment ``MLFLOW_EXPERIMENT_NAME`` (default ``ragmetrics``) and logs metrics (per metric aggregates and
+the run's counters: :func:`run_metrics`), params (:func:`run_params`) and artifacts (the records as JSON
+lines, ``records.jsonl``, and the HTML report, ``report.html``). It talks to the server through
+``mlflow.MlflowClient`` (no global active run is started or changed), on a worker thread, the whole
+export bounded by ``timeout_s`` (``RAGMETRICS_EXPORT_TIMEOUT_S``, else ``EXPORT_TIMEOUT_S``): MLflow's
+own retries and timeouts held a run minutes on a dead port. Past it, :class:`ExportError` says so.
 Needs the ``mlflow`` extra: ``pip install 'ragmetrics[mlflow]'``; ``import ragmetrics`` never imports it.
 """
 
@@ -42,7 +32,12 @@ _BATCH_METRICS, _BATCH_PARAMS = 1000, 100  # MLflow's log_batch limits
 
 
 def run_metrics(report: Any) -> dict[str, float]:
-    """The numbers logged as MLflow metrics: per-metric aggregates and the run's counters."""
+    """The numbers logged as MLflow metrics: per-metric aggregates and the run's counters.
+
+    Per metric ``<name>/mean``, ``<name>/pass_rate`` (with a threshold), ``<name>/scored``,
+    ``<name>/unscored``, ``<name>/ci_low`` and ``<name>/ci_high``; for the run ``samples``, ``failed``,
+    ``calls``, ``prompt_tokens``, ``completion_tokens``, ``cost_usd``, ``cache_hits`` and ``wall_time_s``.
+    """
     out: dict[str, float] = {}
     for name, agg in report.aggregates.items():
         values = {
@@ -70,7 +65,10 @@ def run_metrics(report: Any) -> dict[str, float]:
 
 
 def run_params(report: Any, records: Sequence[Any], *, data: str | None = None) -> dict[str, str]:
-    """The run's settings logged as MLflow params: judge, metrics, thresholds, data, version."""
+    """The run's settings logged as MLflow params: judge, metrics, thresholds, data, version.
+
+    ``judge``, ``metrics``, ``threshold/<name>`` per metric with one, ``data`` and ``ragmetrics_version``.
+    """
     params = {
         "judge": ",".join(report.run.judges) or "none",
         "metrics": ",".join(report.aggregates),

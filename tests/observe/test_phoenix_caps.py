@@ -111,7 +111,7 @@ def _read(url: str, **caps: object) -> tuple[str, float]:
     code = f"""
         import json, time
         from ragmetrics.errors import ConfigError
-        from ragmetrics.traces.phoenix import read_phoenix
+        from ragmetrics.observe.phoenix import read_phoenix
         started = time.perf_counter()
         try:
             spans = list(read_phoenix({url + "/proj"!r}, **{caps!r}))
@@ -180,7 +180,7 @@ def test_a_slow_or_silent_server_is_stopped_at_the_time_cap(
 @pytest.mark.parametrize("phoenix", ["endless"], indirect=True)
 def test_the_caps_are_checked_when_the_read_starts(phoenix: tuple[str, ThreadingHTTPServer]) -> None:
     from ragmetrics.errors import ConfigError
-    from ragmetrics.traces.phoenix import read_phoenix
+    from ragmetrics.observe.phoenix import read_phoenix
 
     url, server = phoenix
     with pytest.raises(ConfigError, match="read_phoenix: max_pages must be an integer >= 1, got 0"):
