@@ -1,20 +1,21 @@
-"""The one failure record type and the one function that builds it (ragmetrics.failure)."""
+"""The one failure record type and the one function that builds it (ragmetrics.score)."""
 
 from __future__ import annotations
 
 import os
 
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
-from ragmetrics.failure import (
+from ragmetrics.pipeline import ErrorRecord as PipelineErrorRecord
+from ragmetrics.pipeline import failure_record
+from ragmetrics.score import (
     BudgetExceededError,
     ErrorRecord,
+    MetricResult,
     SampleTimeoutError,
+    Usage,
     failure_from,
     format_traceback,
 )
-from ragmetrics.pipeline import ErrorRecord as PipelineErrorRecord
-from ragmetrics.pipeline import failure_record
-from ragmetrics.score import MetricResult, Usage
 
 
 def _raised(exc: BaseException) -> BaseException:

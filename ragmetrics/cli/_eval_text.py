@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragmetrics._terminal import printable
+from ragmetrics.errors import printable
 
 __all__ = ["clip", "summary_table", "worst_samples"]
 
