@@ -251,8 +251,9 @@ def _add_fake_server_command(commands: Any) -> None:
 
 def _cmd_fake_server(args: argparse.Namespace) -> int:
     from ragmetrics._fake.command import serve
+    from ragmetrics.testing import FakeLLMServer
 
-    return serve(args)
+    return serve(args, FakeLLMServer)
 
 
 def _build_parser() -> argparse.ArgumentParser:
