@@ -75,8 +75,8 @@ def test_summary_is_one_line_with_the_type():
 
 def test_hidden_frames_leave_the_traceback_but_the_frames_of_the_user_stay():
     exc = _raised(ValueError("inside"))
-    here = os.path.join("tests", "test_failure.py")
-    assert "test_failure.py" in format_traceback(exc)
+    here = os.path.join("tests", "test_score.py")
+    assert "test_score.py" in format_traceback(exc)
     hidden = format_traceback(exc, hide=(here,))
-    assert "test_failure.py" in hidden, "every frame would go, so all are kept"
+    assert "test_score.py" in hidden, "every frame would go, so all are kept"
     assert hidden.startswith("Traceback (most recent call last):") and "ValueError: inside" in hidden
