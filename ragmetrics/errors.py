@@ -22,16 +22,17 @@ Warnings derive from :class:`RagMetricsWarning` (a ``UserWarning``)::
 
 Messages say what failed, for which input, why, and what to do. SDK exceptions are translated in
 the adapters that call the SDKs (``raise ... from exc``); nothing above the judge layer sees them.
+The text of messages is shaped here too: :func:`shorten`, :func:`redact`, and :func:`printable`, which
+shows control, bidi and surrogate characters from untrusted data as visible escapes before they print.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # score.py imports pydantic; errors stays light (``ragmetrics --help`` loads it)
-    from ragmetrics.score import Status
+import re
+from typing import Any, Literal
 
 __all__ = [
+    "STATUSES",
     "BatchPendingError",
     "CacheError",
     "ConfigError",
@@ -46,9 +47,26 @@ __all__ = [
     "RagMetricsError",
     "RagMetricsWarning",
     "SnapshotError",
+    "Status",
+    "printable",
     "redact",
     "shorten",
 ]
+
+
+Status = Literal[
+    "ok",
+    "no_claims",
+    "invalid_input",
+    "judge_output_invalid",
+    "truncated",
+    "timeout",
+    "rate_limited",
+    "provider_error",
+    "judge_untrusted",
+]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+"""Every status a result may carry, ``ok`` first (the results live in :mod:`ragmetrics.score`)."""
 
 
 def shorten(value: object, limit: int = 200) -> str:
@@ -72,6 +90,50 @@ def redact(text: str, secret: str | None) -> str:
     if not secret or len(secret) < _MIN_SECRET or secret not in text:
         return text
     return text.replace(secret, "[redacted]")
+
+
+_UNSAFE = re.compile(
+    "["
+    "\x00-\x1f\x7f-\x9f"  # C0 controls (ESC, CR, BS, BEL...), DEL and the C1 controls (CSI, OSC...)
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi marks, embeddings, overrides and isolates
+    "\u2028\u2029"  # line and paragraph separators
+    "\ud800-\udfff"  # lone surrogates (cannot be encoded; print would raise)
+    "]"
+)
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+
+
+def _json_escape(char: str) -> str:
+    return f"\\u{ord(char):04x}"
+
+
+def printable(text: object, *, multiline: bool = False, json: bool = False) -> str:
+    r"""``text`` with every control, bidi and surrogate character shown as a visible escape.
+
+    Idempotent: the escapes are plain ASCII, so escaping twice changes nothing more.
+
+    Args:
+        text: What to print (anything; it is turned into a string first).
+        multiline: Keep line feeds and tabs (for blocks we lay out ourselves: tables, tracebacks);
+            by default they are escaped too, so that a value stays on its line.
+        json: ``text`` is JSON: use ``\uXXXX`` escapes, which keep it valid JSON with the same value,
+            and keep the line feeds, tabs and carriage returns that can only be its whitespace.
+
+    Example:
+        >>> printable("id\x1b[2J\u202e")
+        'id\\x1b[2J\\u202e'
+    """
+    value = text if isinstance(text, str) else str(text)
+    if not _UNSAFE.search(value):
+        return value
+    keep = ("\n", "\t", "\r") if json else ("\n", "\t") if multiline else ()
+    escape = _json_escape if json else _escape
+    return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else escape(m.group()), value)
 
 
 class RagMetricsError(Exception):

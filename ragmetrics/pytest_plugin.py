@@ -394,7 +394,7 @@ class EvalCaseItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """The case's values, bounds and reasons (and the traceback when it raised)."""
         if isinstance(excinfo.value, EvalCaseFailure):
-            from ragmetrics._terminal import printable
+            from ragmetrics.errors import printable
 
             result = excinfo.value.result
             return printable("; ".join(result.reasons()) + "\n" + result.describe(), multiline=True)
@@ -431,7 +431,7 @@ class RegressionGateItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """The regressions, one line each."""
         if isinstance(excinfo.value, RegressionGateError):
-            from ragmetrics._terminal import printable
+            from ragmetrics.errors import printable
 
             return printable(str(excinfo.value), multiline=True)
         return super().repr_failure(excinfo, style=style)

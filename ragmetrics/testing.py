@@ -493,4 +493,4 @@ else:  # pragma: no cover - exercised only without pytest installed
 if __name__ == "__main__":  # python -m ragmetrics.testing: serve until Ctrl-C (see ragmetrics._fake.command)
     from ragmetrics._fake.command import main as _main
 
-    raise SystemExit(_main())
+    raise SystemExit(_main(FakeLLMServer))

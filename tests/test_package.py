@@ -1,4 +1,4 @@
-"""The package as a whole: import cost, public surface, prompt files, layering, packaging."""
+"""The package as a whole: import cost, public surface, prompt files, layering, structure, packaging."""
 
 from __future__ import annotations
 
@@ -114,12 +114,10 @@ RECORDS = (
     "errors",
     "_aio",
     "_version",
-    "_terminal",
     "_check",
     "text",
     "sample",
     "score",
-    "failure",
     "settings",
     "prompting",
 )
@@ -134,7 +132,6 @@ FACES = (
     "pytest_plugin",
     "_fake",
     "eval",
-    "suite",
     "__main__",
     "observe",
 )
@@ -316,3 +313,118 @@ def test_observe_has_no_import_cycle():
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+# Structure (issue 40): a small package root, no cycle between packages, and tests that mirror the folders.
+MAX_ROOT_MODULES = 12
+WHOLE_PACKAGE_TESTS = {"test_package.py", "test_lint.py", "test_docs.py", "test_xdist_groups.py"}
+OTHER_TEST_FOLDERS = {
+    "benchmarks": "the arithmetic of the benchmarks/ scripts",
+    "data": "data files, no tests",
+    "fakes": "the fake provider server (ragmetrics.testing and its internals in ragmetrics/_fake)",
+    "hostile": "hostile inputs, across every package",
+    "parity": "agreement with other libraries' figures",
+}
+
+
+def test_the_package_root_holds_at_most_12_modules():
+    modules = sorted(p.name for p in Path(ragmetrics.__file__).parent.glob("*.py"))
+    assert len(modules) <= MAX_ROOT_MODULES, f"{len(modules)} modules at the package root: {modules}"
+
+
+def _unit(module: str) -> str:
+    """The top-level package or root module that ``module`` belongs to (``ragmetrics.judge``...)."""
+    return ".".join(module.split(".")[:2])
+
+
+def _package_graph() -> dict[str, set[str]]:
+    """Each top-level package or root module, and the others it imports (run time, TYPE_CHECKING or lazily).
+
+    ``ragmetrics/__init__.py`` is left out: it re-exports the public names of every package.
+    """
+    package = Path(ragmetrics.__file__).parent
+    graph: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+        if module == "ragmetrics":
+            continue
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "ragmetrics":
+                targets |= {f"ragmetrics.{a.name}" for a in node.names if _is_submodule(package, a.name)}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets.add(node.module)
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+        mine = _unit(module)
+        graph.setdefault(mine, set()).update(
+            _unit(t) for t in targets if t.startswith("ragmetrics.") and _unit(t) != mine
+        )
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_two_packages_import_each_other():
+    graph = _package_graph()
+    assert {"ragmetrics.errors", "ragmetrics.judge", "ragmetrics.cli"} <= set(graph)
+    assert "ragmetrics.judge" in graph["ragmetrics.metrics"], "the graph sees the package imports"
+    cycles = _cycles(graph)
+    detail = [f"{m} -> {sorted(t for t in graph[m] if t in c)}" for c in cycles for m in c]
+    assert not cycles, "packages in an import cycle:\n" + "\n".join(detail)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_tests_mirror_the_package_folders():
+    package = Path(ragmetrics.__file__).parent
+    tests = Path(__file__).parent
+    folders = {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
+    root_modules = {p.stem.lstrip("_") for p in package.glob("*.py")}
+    strays = [
+        f"tests/{d.name}/ names no package folder under ragmetrics/"
+        for d in sorted(tests.iterdir())
+        if d.is_dir() and not d.name.startswith(("_", "."))
+        if d.name not in folders and d.name not in OTHER_TEST_FOLDERS
+    ]
+    # a test file at the top level tests the whole package, or the root module it is named after
+    strays += [
+        f"tests/{f.name} belongs in the folder of the package it tests"
+        for f in sorted(tests.glob("test_*.py"))
+        if f.name not in WHOLE_PACKAGE_TESTS and f.stem.removeprefix("test_") not in root_modules
+    ]
+    assert not strays, "\n".join(strays)

@@ -1,7 +1,8 @@
 """The command line of :class:`ragmetrics.testing.FakeLLMServer`: ``python -m ragmetrics.testing``.
 
 ``ragmetrics fake-server`` takes the same flags. The server prints its base URLs on one line each, then
-serves until Ctrl-C (SIGINT) or SIGTERM, and exits 0.
+serves until Ctrl-C (SIGINT) or SIGTERM, and exits 0. The caller passes the server class in, so that
+these internals never import :mod:`ragmetrics.testing`, which imports them.
 """
 
 from __future__ import annotations
@@ -10,10 +11,31 @@ import argparse
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from types import FrameType
+from typing import Any, Protocol
 
-__all__ = ["add_arguments", "main", "serve"]
+__all__ = ["Served", "add_arguments", "main", "serve"]
+
+
+class Served(Protocol):
+    """What :func:`serve` uses of :class:`ragmetrics.testing.FakeLLMServer`."""
+
+    @property
+    def latency(self) -> float | tuple[float, float]: ...
+    @latency.setter
+    def latency(self, value: float | tuple[float, float]) -> None: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def openai_base_url(self) -> str: ...
+    @property
+    def anthropic_base_url(self) -> str: ...
+    @property
+    def calls(self) -> Counter[str]: ...
+    def start(self) -> Any: ...
+    def stop(self) -> None: ...
 
 
 def _latency(text: str) -> float | tuple[float, float]:
@@ -67,10 +89,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the latency draws and schema answers")
 
 
-def serve(args: argparse.Namespace, *, stop: threading.Event | None = None) -> int:
-    """Run the server the flags describe until Ctrl-C, SIGTERM or ``stop``; returns the exit code."""
+def serve(
+    args: argparse.Namespace, server_class: Callable[..., Served], *, stop: threading.Event | None = None
+) -> int:
+    """Run the server the flags describe until Ctrl-C, SIGTERM or ``stop``; returns the exit code.
+
+    Args:
+        args: The parsed flags (see :func:`add_arguments`).
+        server_class: :class:`ragmetrics.testing.FakeLLMServer`.
+        stop: Set it to stop the server (tests); None: only a signal stops it.
+    """
     from ragmetrics.errors import ConfigError
-    from ragmetrics.testing import FakeLLMServer
 
     stop = stop or threading.Event()
 
@@ -78,7 +107,7 @@ def serve(args: argparse.Namespace, *, stop: threading.Event | None = None) -> i
         stop.set()
 
     try:
-        server = FakeLLMServer(
+        server = server_class(
             host=args.host, port=args.port, seed=args.seed, answer=args.answer, dialect=args.dialect
         )
         server.latency = args.latency
@@ -106,11 +135,11 @@ def serve(args: argparse.Namespace, *, stop: threading.Event | None = None) -> i
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(server_class: Callable[..., Served], argv: Sequence[str] | None = None) -> int:
     """``python -m ragmetrics.testing [--port N] [--answer offline|schema] [--latency S] ...``."""
     parser = argparse.ArgumentParser(
         prog="python -m ragmetrics.testing",
         description="Serve the fake OpenAI/Anthropic provider (FakeLLMServer) until Ctrl-C.",
     )
     add_arguments(parser)
-    return serve(parser.parse_args(argv))
+    return serve(parser.parse_args(argv), server_class)

@@ -81,7 +81,7 @@ def _tables(report: CalibrationReport) -> list[tuple[str, list[tuple[list[str], 
 
 def report_text(report: CalibrationReport) -> str:
     """The judges side by side, one aligned table per metric, then what the figures mean."""
-    from ragmetrics._terminal import printable
+    from ragmetrics.errors import printable
 
     lines = [f"Calibration against {printable(report.source)}"]
     for title, rows, notes in _tables(report):

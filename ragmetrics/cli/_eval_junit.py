@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragmetrics._terminal import printable
+from ragmetrics.errors import printable
 
 __all__ = ["render_eval_junit"]
 

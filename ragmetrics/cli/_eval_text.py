@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragmetrics._terminal import printable
+from ragmetrics.errors import printable
 
 __all__ = ["clip", "offline_note", "summary_table", "worst_heading", "worst_samples"]
 

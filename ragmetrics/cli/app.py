@@ -24,13 +24,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ragmetrics._terminal import printable
 from ragmetrics.cli._args import output_problem, positive_float, positive_int, unit_float
 from ragmetrics.cli.calibrate import add_calibrate_command
 from ragmetrics.cli.run_eval import EXIT_JUDGE, add_estimate_command, add_eval_command
 from ragmetrics.cli.run_eval import _judge_health_min as judge_health_min
 from ragmetrics.cli.run_generate import add_generate_command
-from ragmetrics.errors import ConfigError, SnapshotError
+from ragmetrics.errors import ConfigError, SnapshotError, printable
 
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE", "main"]
 
@@ -252,8 +251,9 @@ def _add_fake_server_command(commands: Any) -> None:
 
 def _cmd_fake_server(args: argparse.Namespace) -> int:
     from ragmetrics._fake.command import serve
+    from ragmetrics.testing import FakeLLMServer
 
-    return serve(args)
+    return serve(args, FakeLLMServer)
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -13,9 +13,8 @@ import argparse
 import sys
 from typing import Any
 
-from ragmetrics._terminal import printable
 from ragmetrics.cli._args import count, output_problem, positive_int, unit_float
-from ragmetrics.errors import ConfigError
+from ragmetrics.errors import ConfigError, printable
 
 __all__ = ["add_calibrate_command", "cmd_calibrate"]
 

@@ -3,7 +3,7 @@
 Everything a person can act on (a missing file, a bad column, an unknown metric or judge spec, a
 missing API key, an output path that cannot be written) is one line on stderr and exit code 2, never a
 traceback, and is found before the first LLM call. Everything printed passes through
-:func:`~ragmetrics._terminal.printable`, so text from the data cannot drive the terminal.
+:func:`~ragmetrics.errors.printable`, so text from the data cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
-from ragmetrics._terminal import printable
 from ragmetrics.cli._args import (
     batch_from_flags,
     judge_options,
@@ -26,7 +25,14 @@ from ragmetrics.cli._eval_flags import estimate_parser, eval_parser
 from ragmetrics.cli._eval_gates import MetricValues, gate_exit_code
 from ragmetrics.cli._eval_text import offline_note, summary_table, worst_heading, worst_samples
 from ragmetrics.cli.trace_flags import finish_traces, trace_data
-from ragmetrics.errors import BatchPendingError, CacheError, ConfigError, JudgeError, MissingDependencyError
+from ragmetrics.errors import (
+    BatchPendingError,
+    CacheError,
+    ConfigError,
+    JudgeError,
+    MissingDependencyError,
+    printable,
+)
 
 __all__ = ["add_estimate_command", "add_eval_command", "cmd_estimate", "cmd_eval"]
 

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ragmetrics._terminal import printable
 from ragmetrics.cli._args import (
     add_batch_flags,
     batch_from_flags,
@@ -26,7 +25,7 @@ from ragmetrics.cli._args import (
     output_problem,
     positive_int,
 )
-from ragmetrics.errors import BatchPendingError, ConfigError, MissingDependencyError
+from ragmetrics.errors import BatchPendingError, ConfigError, MissingDependencyError, printable
 
 __all__ = ["add_generate_command", "cmd_generate"]
 

@@ -1,7 +1,7 @@
 """One row through every metric: validate it, run each metric and repeat, and build its record.
 
 :class:`SampleExecutor` never raises for a bad row, a metric that raises or a sample that times out:
-each becomes an error record through :func:`~ragmetrics.failure.failure_from`, and the
+each becomes an error record through :func:`~ragmetrics.score.failure_from`, and the
 first failure is handed back beside the record for ``raise_on_error``. The record's usage counts every
 call made for the row: the results', the failures' and that of calls its timeout cut off.
 """
@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmetrics.errors import InvalidInputError, NoScoreError
-from ragmetrics.failure import ErrorRecord, SampleTimeoutError, failure_from
 from ragmetrics.judge.metering import unclaimed
 from ragmetrics.pipeline._busy_time import BusyTime, timed
 from ragmetrics.pipeline._metric_call import MetricCall
@@ -24,7 +23,7 @@ from ragmetrics.pipeline._row import contexts_problem, reference_problem
 from ragmetrics.pipeline.dataset import Row, provenance, to_sample
 from ragmetrics.pipeline.report import EvaluationResult, ScoreSpread
 from ragmetrics.sample import Sample
-from ragmetrics.score import MetricResult, Usage
+from ragmetrics.score import ErrorRecord, MetricResult, SampleTimeoutError, Usage, failure_from
 
 __all__ = ["SampleExecutor"]
 

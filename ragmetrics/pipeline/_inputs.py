@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmetrics._check import config_error
-from ragmetrics._terminal import printable
-from ragmetrics.errors import ConfigError, InvalidInputError, shorten
+from ragmetrics.errors import ConfigError, InvalidInputError, printable, shorten
 from ragmetrics.pipeline.dataset import Dataset, to_sample
 
 __all__ = ["DuplicateIds", "columns_dataset", "to_dataset", "validate_all"]

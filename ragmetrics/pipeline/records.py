@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ragmetrics.failure import ErrorRecord as ErrorRecord  # the one failure record, re-exported
 from ragmetrics.sample import Sample
+from ragmetrics.score import ErrorRecord as ErrorRecord  # the one failure record, re-exported
 from ragmetrics.score import MetricResult, Usage
 
 _FIELD_NAMES = frozenset(

@@ -5,7 +5,7 @@ and :meth:`~ragmetrics.pipeline.EvaluationPipeline.stream` and the suites'
 :func:`~ragmetrics.regression.suite.run_suite` run on: ``concurrency`` workers take items from an
 iterator one at a time (so a stream of 100,000 rows holds only ``concurrency`` in flight) and push
 results through a bounded queue. The work function turns its own failures into records (see
-:mod:`ragmetrics.failure`); an exception that escapes it (a bug, a dataset read error) ends the
+:mod:`ragmetrics.score`); an exception that escapes it (a bug, a dataset read error) ends the
 run and is raised to the consumer. Leaving the loop early (an error in the consumer, ``break``,
 cancellation) cancels the workers and waits for them to unwind.
 """

@@ -24,7 +24,6 @@ from typing import Any
 
 from ragmetrics._aio import run_sync
 from ragmetrics._check import check_int, check_number
-from ragmetrics.failure import ErrorRecord
 from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN
 from ragmetrics.regression.case_result import CaseResult, Violation, judge_value
 from ragmetrics.regression.discovery import (
@@ -40,6 +39,7 @@ from ragmetrics.regression.discovery import (
     select_cases,
 )
 from ragmetrics.regression.marker import EvalCase, EvalCaseMeta, _Bounds, eval_case
+from ragmetrics.score import ErrorRecord
 
 __all__ = [
     "EVAL_FILE_PATTERNS",

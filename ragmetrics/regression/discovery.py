@@ -20,8 +20,8 @@ from pathlib import Path
 from types import ModuleType
 
 from ragmetrics.errors import ConfigError
-from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.regression.marker import EvalCase, EvalCaseMeta
+from ragmetrics.score import ErrorRecord, failure_from
 
 __all__ = [
     "EVAL_FILE_PATTERNS",

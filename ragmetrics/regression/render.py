@@ -2,7 +2,7 @@
 
 Values are rounded here and only here; the records keep full precision. Output is ASCII so CI logs
 render the same everywhere, and names, reasons and tracebacks pass through
-:func:`~ragmetrics._terminal.printable` so that control characters in them print as visible escapes.
+:func:`~ragmetrics.errors.printable` so that control characters in them print as visible escapes.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 from xml.etree import ElementTree as ET
 
-from ragmetrics._terminal import printable
+from ragmetrics.errors import printable
 from ragmetrics.regression.case_result import CaseResult
 from ragmetrics.regression.compare import MIN_PAIRS, Delta, Diff
 

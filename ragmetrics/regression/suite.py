@@ -49,7 +49,6 @@ from pydantic import BaseModel, Field
 
 from ragmetrics._check import check_int
 from ragmetrics.errors import ConfigError, shorten
-from ragmetrics.failure import ErrorRecord, failure_from
 from ragmetrics.metrics.evaluators.base import Evaluator
 from ragmetrics.pipeline.canaries import CanaryResult, run_canaries
 from ragmetrics.pipeline.canary_draw import draw_canary
@@ -58,7 +57,7 @@ from ragmetrics.pipeline.run_loop import run_bounded
 from ragmetrics.pipeline.runner import share_judges
 from ragmetrics.regression.suite_spec import Case, Check, Passing, Suite
 from ragmetrics.sample import Sample
-from ragmetrics.score import MetricResult, Usage
+from ragmetrics.score import ErrorRecord, MetricResult, Usage, failure_from
 
 __all__ = ["Case", "CaseOutcome", "Check", "Suite", "SuiteOutcome", "run_suite"]
 

@@ -149,7 +149,7 @@ def test_test_command_still_creates_missing_report_folders(tmp_path):
 
 # -- item 9: control characters never reach the terminal raw -------------------------------------------
 def test_printable_escapes_every_control_and_bidi_character_once():
-    from ragmetrics._terminal import printable
+    from ragmetrics.errors import printable
 
     assert printable(RAW) == SHOWN
     assert printable(printable(RAW)) == SHOWN  # idempotent

@@ -20,7 +20,7 @@ from ragmetrics._aio import run_sync
 from ragmetrics.pipeline.canaries import CanaryResult, run_canaries
 from ragmetrics.pipeline.canary_draw import bundled_draw
 from ragmetrics.testing import FakeLLMServer
-from tests.test_canaries import EXIT_JUDGE, run
+from tests.pipeline.test_canaries import EXIT_JUDGE, run
 
 ROWS = [
     {

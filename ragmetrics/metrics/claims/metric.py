@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 from ragmetrics._aio import run_sync
 from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError, NoScoreError
-from ragmetrics.failure import failure_from
 from ragmetrics.judge import Judge
 from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at, too_long_to_split
@@ -45,7 +44,7 @@ from ragmetrics.metrics.claims.schemas import ClaimExtraction, ContextJudgement
 from ragmetrics.metrics.claims.verification import Health
 from ragmetrics.prompting import load_prompt
 from ragmetrics.sample import Sample
-from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, Verdict
+from ragmetrics.score import ClaimRecord, MetricResult, Status, Usage, Verdict, failure_from
 
 __all__ = [
     "ClaimMetric",

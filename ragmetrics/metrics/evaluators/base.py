@@ -33,10 +33,9 @@ from ragmetrics._aio import run_sync
 from ragmetrics._check import check_field, check_flag
 from ragmetrics._version import __version__
 from ragmetrics.errors import JudgeError
-from ragmetrics.failure import failure_from
 from ragmetrics.metrics.base import Needs, check_threshold, missing_input
 from ragmetrics.sample import Sample, check_text
-from ragmetrics.score import JudgeInfo, MetricResult, Status, Usage
+from ragmetrics.score import JudgeInfo, MetricResult, Status, Usage, failure_from
 
 __all__ = [
     "DEFAULT_THRESHOLD",

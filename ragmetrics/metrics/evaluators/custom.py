@@ -40,9 +40,9 @@ from typing import Any
 
 from ragmetrics._check import check_int, check_seconds
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
-from ragmetrics.failure import failure_from
 from ragmetrics.metrics.evaluators._js_pool import JsOutcome, shared_pool
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator, Scored
+from ragmetrics.score import failure_from
 
 __all__ = ["CustomEvaluator"]
 

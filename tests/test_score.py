@@ -1,20 +1,21 @@
-"""The one failure record type and the one function that builds it (ragmetrics.failure)."""
+"""The one failure record type and the one function that builds it (ragmetrics.score)."""
 
 from __future__ import annotations
 
 import os
 
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
-from ragmetrics.failure import (
+from ragmetrics.pipeline import ErrorRecord as PipelineErrorRecord
+from ragmetrics.pipeline import failure_record
+from ragmetrics.score import (
     BudgetExceededError,
     ErrorRecord,
+    MetricResult,
     SampleTimeoutError,
+    Usage,
     failure_from,
     format_traceback,
 )
-from ragmetrics.pipeline import ErrorRecord as PipelineErrorRecord
-from ragmetrics.pipeline import failure_record
-from ragmetrics.score import MetricResult, Usage
 
 
 def _raised(exc: BaseException) -> BaseException:
@@ -74,8 +75,8 @@ def test_summary_is_one_line_with_the_type():
 
 def test_hidden_frames_leave_the_traceback_but_the_frames_of_the_user_stay():
     exc = _raised(ValueError("inside"))
-    here = os.path.join("tests", "test_failure.py")
-    assert "test_failure.py" in format_traceback(exc)
+    here = os.path.join("tests", "test_score.py")
+    assert "test_score.py" in format_traceback(exc)
     hidden = format_traceback(exc, hide=(here,))
-    assert "test_failure.py" in hidden, "every frame would go, so all are kept"
+    assert "test_score.py" in hidden, "every frame would go, so all are kept"
     assert hidden.startswith("Traceback (most recent call last):") and "ValueError: inside" in hidden

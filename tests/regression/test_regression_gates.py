@@ -20,7 +20,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-SUITE_PAGE = Path(__file__).resolve().parent.parent / "docs" / "evaluators.md"
+SUITE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "evaluators.md"
 
 # The pytest-plugin tests each run a child pytest (10-50 s apiece) over code with nothing Python-version
 # specific in it: `.ci/run` runs them on the main Python only, like Ray and the browser.

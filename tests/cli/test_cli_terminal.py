@@ -11,7 +11,7 @@ import pytest
 
 from ragmetrics.cli.app import EXIT_PIPE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env(**extra: str) -> dict[str, str]:
