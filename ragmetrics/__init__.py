@@ -16,7 +16,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ragmetrics._version import __version__
 from ragmetrics.errors import (
     CacheError,
     ConfigError,
@@ -31,6 +30,9 @@ from ragmetrics.errors import (
     RagMetricsWarning,
     SnapshotError,
 )
+
+__version__ = "0.1.0"
+"""The package version (kept equal to pyproject.toml by a test); set before any lazy name loads."""
 
 _LAZY: dict[str, str] = {
     # metrics
@@ -80,8 +82,8 @@ _LAZY: dict[str, str] = {
     "EvaluationPipeline": "ragmetrics.pipeline",
     "EvaluationResult": "ragmetrics.pipeline",
     "Report": "ragmetrics.pipeline",
-    "evaluate": "ragmetrics.eval",
-    "evaluate_sync": "ragmetrics.eval",
+    "evaluate": "ragmetrics.evaluation",
+    "evaluate_sync": "ragmetrics.evaluation",
     # test sets from documents
     "generate": "ragmetrics.testset.generator",
     "generate_sync": "ragmetrics.testset.generator",
@@ -200,7 +202,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ragmetrics.calibration import CalibrationReport, calibrate, calibrate_sync
-    from ragmetrics.eval import evaluate, evaluate_sync
+    from ragmetrics.evaluation import evaluate, evaluate_sync
     from ragmetrics.judge import Judge, JudgeReply, JudgeRequest, resolve_judge
     from ragmetrics.metrics import BUILTIN_METRICS
     from ragmetrics.metrics.claims.answer_correctness import AnswerCorrectnessMetric

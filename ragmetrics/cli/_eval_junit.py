@@ -52,7 +52,7 @@ def _canary_properties(report: Any) -> list[tuple[str, str]]:
 
 
 def render_eval_junit(
-    report: Any, failures: Mapping[str, Sequence[str]], *, suite: str = "ragmetrics.eval"
+    report: Any, failures: Mapping[str, Sequence[str]], *, suite: str = "ragmetrics.evaluation"
 ) -> str:
     """The JUnit XML text of one ``eval`` run: a testcase per metric, failing when it failed a gate."""
     root = ET.Element("testsuites")

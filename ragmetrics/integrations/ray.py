@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
-from ragmetrics.eval import DEFAULT_METRICS
+from ragmetrics.evaluation import DEFAULT_METRICS
 from ragmetrics.integrations._ray_bucket import RateBucket
 from ragmetrics.integrations._ray_worker import INDEX_COLUMN, BatchEvaluator, needed_fields
 from ragmetrics.pipeline.dataset import Dataset

@@ -5,7 +5,7 @@ Phoenix server's spans (:mod:`.phoenix`) as spans (:mod:`.spans`), then one samp
 (:mod:`.samples`), with sampling, filters and an incremental cursor (:mod:`.select`).
 Out: ``--export`` sends the scores to OpenTelemetry (:mod:`.otel`), Phoenix (:mod:`.phoenix_export`) or
 MLflow (:mod:`.mlflow`). The exporters are loaded on first access, and no SDK loads before it is used.
-Only the top-level facade (:mod:`ragmetrics.eval`) and the CLI import this package.
+Only the top-level facade (:mod:`ragmetrics.evaluation`) and the CLI import this package.
 """
 
 from __future__ import annotations

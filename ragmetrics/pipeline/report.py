@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmetrics._version import __version__
+from ragmetrics import __version__
 from ragmetrics.judge.store import CacheCounts
 from ragmetrics.pipeline.canaries import CanaryResult
 from ragmetrics.pipeline.export import (

@@ -26,7 +26,7 @@ import pytest
 
 from ragmetrics.cli import main
 from ragmetrics.errors import ConfigError
-from ragmetrics.eval import evaluate_sync
+from ragmetrics.evaluation import evaluate_sync
 from ragmetrics.observe import trace_rows
 from ragmetrics.testing import FakeLLMServer
 from tests.observe.servers import free_port, start_server

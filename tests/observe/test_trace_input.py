@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 
 from ragmetrics.cli import main  # noqa: E402
-from ragmetrics.eval import evaluate_sync  # noqa: E402
+from ragmetrics.evaluation import evaluate_sync  # noqa: E402
 from tests.observe.otel_app import run_app, run_genai_app  # noqa: E402
 
 QUESTIONS = [

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 
 from ragmetrics.cli import main  # noqa: E402
-from ragmetrics.eval import evaluate_sync  # noqa: E402
+from ragmetrics.evaluation import evaluate_sync  # noqa: E402
 from ragmetrics.observe import Cursor, select_traces, trace_rows  # noqa: E402
 from ragmetrics.testing import FakeLLMServer  # noqa: E402
 from tests.observe.otel_app import GENAI_VARIANTS, run_app, run_genai_app  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 
 from ragmetrics.cli import main
 from ragmetrics.errors import InvalidInputError
-from ragmetrics.eval import evaluate_sync
+from ragmetrics.evaluation import evaluate_sync
 from ragmetrics.sample import Sample
 
 pd = pytest.importorskip("pandas")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmetrics.eval import evaluate_sync
+from ragmetrics.evaluation import evaluate_sync
 from ragmetrics.report import write_html_report
 from tests.report.test_browser import ARTIFACTS, Page, context
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ragmetrics import __version__
 from ragmetrics._aio import run_sync
-from ragmetrics._version import __version__
 from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge
 from ragmetrics.metrics._judged import JudgeHolder

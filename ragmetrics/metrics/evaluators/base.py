@@ -29,9 +29,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ragmetrics import __version__
 from ragmetrics._aio import run_sync
 from ragmetrics._check import check_field, check_flag
-from ragmetrics._version import __version__
 from ragmetrics.errors import JudgeError
 from ragmetrics.metrics.base import Needs, check_threshold, missing_input
 from ragmetrics.sample import Sample, check_text

@@ -1,6 +1,6 @@
 r"""The classic evaluators in one place, and building them by type name from config.
 
-``from ragmetrics.eval import ExactMatchEvaluator`` works for every evaluator class, and
+``from ragmetrics import ExactMatchEvaluator`` works for every evaluator class, and
 :func:`make_evaluator` builds one from a config mapping (a case file's entry)::
 
     make_evaluator("rouge", threshold=0.5)

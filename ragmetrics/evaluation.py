@@ -1,4 +1,4 @@
-"""``ragmetrics.evaluate(data, metrics=[...], llm=...)``: a whole run in one call; and the evaluators' path.
+"""``ragmetrics.evaluate(data, metrics=[...], llm=...)``: a whole run in one call.
 
 :func:`evaluate` is the top-level facade: metric names (the CLI's ``--metrics``) are built with ``llm=``
 as their judge, metric objects are used as they are; the data is anything
@@ -6,9 +6,6 @@ as their judge, metric objects are used as they are; the data is anything
 :mod:`ragmetrics.observe`, handed to the pipeline as rows). Judge options go to the metrics built by
 name, the others to :class:`~ragmetrics.pipeline.runner.EvaluationPipeline`; anything else is a
 ``ConfigError`` naming the valid options, with the closest one ("did you mean").
-
-The classic evaluators keep their documented path here (``from ragmetrics.eval import RougeEvaluator``);
-they live in :mod:`ragmetrics.metrics.evaluators`.
 """
 
 from __future__ import annotations
@@ -22,71 +19,11 @@ from typing import Any
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError
 from ragmetrics.metrics import metric_from_name
-from ragmetrics.metrics.evaluators.factory import (
-    EVALUATOR_TYPES,
-    PRIMARY_OPTION,
-    BleuEvaluator,
-    ContainsEvaluator,
-    CosineSimilarityEvaluator,
-    CustomEvaluator,
-    Embedder,
-    EmbeddingDistanceEvaluator,
-    EvalResult,
-    Evaluator,
-    ExactMatchEvaluator,
-    F1Evaluator,
-    FakeEmbeddings,
-    GEvalEvaluator,
-    HtmlValidationEvaluator,
-    JsonMatchEvaluator,
-    JsonValidityEvaluator,
-    LevenshteinEvaluator,
-    LLMJudgeEvaluator,
-    LLMRubricEvaluator,
-    OpenAIEmbeddings,
-    RegexMatchEvaluator,
-    RougeEvaluator,
-    SentenceTransformerEmbeddings,
-    evaluator_options,
-    make_evaluator,
-    resolve_embedder,
-)
 from ragmetrics.observe import trace_rows
 from ragmetrics.pipeline import EvaluationPipeline, EvaluationResults
 from ragmetrics.settings import judge_option_names
 
-__all__ = [
-    "EVALUATOR_TYPES",
-    "PRIMARY_OPTION",
-    "BleuEvaluator",
-    "ContainsEvaluator",
-    "CosineSimilarityEvaluator",
-    "CustomEvaluator",
-    "Embedder",
-    "EmbeddingDistanceEvaluator",
-    "EvalResult",
-    "Evaluator",
-    "ExactMatchEvaluator",
-    "F1Evaluator",
-    "FakeEmbeddings",
-    "GEvalEvaluator",
-    "HtmlValidationEvaluator",
-    "JsonMatchEvaluator",
-    "JsonValidityEvaluator",
-    "LLMJudgeEvaluator",
-    "LLMRubricEvaluator",
-    "LevenshteinEvaluator",
-    "OpenAIEmbeddings",
-    "RegexMatchEvaluator",
-    "RougeEvaluator",
-    "SentenceTransformerEmbeddings",
-    "evaluator_options",
-    "make_evaluator",
-    "resolve_embedder",
-    "DEFAULT_METRICS",
-    "evaluate",
-    "evaluate_sync",
-]
+__all__ = ["DEFAULT_METRICS", "evaluate", "evaluate_sync"]
 
 DEFAULT_METRICS = ("faithfulness", "relevancy", "groundedness")
 """The metrics of ``evaluate()`` when none are named (as ``ragmetrics eval``)."""
