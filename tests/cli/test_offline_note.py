@@ -12,7 +12,7 @@ import pytest
 from ragmetrics.cli import main
 from ragmetrics.judge.offline.caveat import WORST_NOTE, caveat_lines, offline_specs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTE = "\n".join(caveat_lines())
 
 
