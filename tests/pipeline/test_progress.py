@@ -146,3 +146,15 @@ def test_import_ragmetrics_leaves_tqdm_until_a_bar_starts() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_bar_starts_no_thread_and_leaves_the_multiprocessing_start_method_free() -> None:
+    # tqdm's defaults: a monitor thread, and a multiprocessing lock that fixes the start method for good
+    code = NOTEBOOK + (
+        "import multiprocessing, threading\n"
+        "print(threading.active_count())\n"
+        "multiprocessing.set_start_method('spawn')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["notebook", "1"] and "4/4 |" in proc.stderr
