@@ -1,31 +1,30 @@
-"""Progress on stderr: done/total, rate, ETA, cache hits and cost so far.
+"""Progress on stderr: done/total, rate, ETA, calls, cache hits, dollars and errors so far.
 
-No dependency. How it is drawn depends on where stderr goes:
+tqdm draws it, imported when a bar starts (not with the package); our figures are its postfix.
+Where stderr goes decides how:
 
-- a terminal: one line redrawn in place (carriage return and erase-to-end-of-line) at most ten times
-  a second;
-- a Jupyter kernel: the same line redrawn with a carriage return alone, padded with spaces (notebook
-  front ends honour a carriage return but not terminal escape sequences);
-- anything else (a pipe, a CI log, a file): a plain line every ``log_interval_s`` (10 s) and a last
-  one at the end, so a long run in CI shows it is alive without flooding the log.
+- a terminal: tqdm's bar, redrawn in place at most ten times a second;
+- a Jupyter kernel: tqdm's notebook widget when ipywidgets is installed, else the same text redrawn
+  with carriage returns (notebook front ends honour those, not terminal escape sequences);
+- anything else (a pipe, a CI log, a file): the same text as a plain line every ``log_interval_s``
+  (10 s) and a last one at the end, so a long run in CI shows it is alive without flooding the log.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import sys
+import threading
 import time
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 from ragmetrics._aio import in_notebook
 
 __all__ = ["ProgressBar"]
 
-
-def _clock(seconds: float) -> str:
-    seconds = max(0, int(seconds + 0.5))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+_KNOWN = "{n_fmt}/{total_fmt} |{bar}| {percentage:3.0f}% {rate_noinv_fmt}{postfix}"
+_UNKNOWN = "{n_fmt} done {rate_noinv_fmt} {elapsed}{postfix}"
 
 
 def _style(stream: TextIO) -> Literal["terminal", "notebook", "lines"]:
@@ -40,16 +39,35 @@ def _style(stream: TextIO) -> Literal["terminal", "notebook", "lines"]:
     return "lines"
 
 
+@functools.cache
+def _tqdm(widget: bool) -> Any:
+    """The bar class of tqdm (its notebook widget if ``widget`` and ipywidgets is installed), made quiet.
+
+    We redraw the bar ourselves, so tqdm's monitor thread is off; and its lock is a thread lock, as
+    tqdm's default one is a multiprocessing lock, which would fix the user's multiprocessing start method.
+    """
+    if widget and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.notebook import tqdm as base
+    else:
+        from tqdm.std import tqdm as base
+
+    class Bar(base):  # type: ignore[misc]
+        monitor_interval = 0
+
+    Bar.set_lock(threading.RLock())
+    return Bar
+
+
 class ProgressBar:
-    """Draws ``done/total |bar| pct rate ETA cache cost``, in the style that suits ``stream``.
+    """Shows ``done/total |bar| pct rate, ETA, calls, cached, $cost, errors``, as suits ``stream``.
 
     Args:
         total: Rows expected, or None when unknown (no bar, no ETA).
         enabled: True or None to draw, False not to (None is the default: on a terminal, in a
             notebook and in logs alike; pass False to keep a stream clean).
         stream: Where to draw (stderr by default).
-        min_interval_s: Least time between two redraws of a terminal or notebook line.
-        width: Characters of the bar itself.
+        min_interval_s: Least time between two redraws of a terminal or notebook bar.
+        width: Characters of the bar itself in a log line (a terminal's bar fills its width).
         log_interval_s: Least time between two lines when the stream is neither a terminal nor a
             notebook (a pipe or a CI log); the last line is always written.
     """
@@ -67,14 +85,13 @@ class ProgressBar:
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled is not False
         self.style = _style(self.stream)
-        """``terminal`` (redrawn in place), ``notebook`` (redrawn with ``\r``) or ``lines`` (a log)."""
+        """``terminal`` (redrawn in place), ``notebook`` (a widget, or redrawn with ``\r``) or ``lines``."""
         self.log_interval_s = log_interval_s
         self.total = total
         self.min_interval_s = min_interval_s
         self.width = width
         self.started = time.perf_counter()
         self._last_draw = self.started if self.style == "lines" else 0.0  # a log's first line waits
-        self._last_line = ""
         self._logged_done: int | None = None
         self.done = 0
         self.failed = 0
@@ -84,6 +101,19 @@ class ProgressBar:
         self.cost_usd = 0.0
         self._first: tuple[float, int] | None = None
         """When the first rows finished, and how many: the ETA's rate leaves out the start-up before it."""
+        self._bar: Any = None
+        """tqdm's bar, on a terminal or in a notebook: it starts (and shows 0 done) with the run."""
+        if self.enabled and self.style != "lines":
+            self._bar = _tqdm(self.style == "notebook")(
+                total=total,
+                file=self.stream,
+                bar_format=_KNOWN if total else _UNKNOWN,
+                unit="",
+                dynamic_ncols=True,
+                leave=True,
+                disable=False,
+                postfix=self._figures(self.started),
+            )
 
     def update(
         self,
@@ -119,29 +149,38 @@ class ProgressBar:
             self._draw(now)
 
     def line(self, now: float | None = None) -> str:
-        """The text of the bar as it would be drawn now."""
+        """The text of a log line now (a terminal's bar shows the same, its bar filling the width)."""
+        from tqdm.std import tqdm
+
         now = time.perf_counter() if now is None else now
-        elapsed = max(now - self.started, 1e-9)
-        rate = self.done / elapsed
+        bar_format = _KNOWN.replace("{bar}", f"{{bar:{self.width}}}") if self.total else _UNKNOWN
+        text: str = tqdm.format_meter(
+            self.done,
+            self.total,
+            max(now - self.started, 1e-9),
+            ascii=True,
+            unit="",
+            bar_format=bar_format,
+            postfix=self._figures(now),
+        )
+        return text
+
+    def _figures(self, now: float) -> str:
+        """Ours, after tqdm's done/total, bar and rate: ETA, calls, cache hits, dollars, errors."""
         parts = []
         if self.total:
-            frac = min(1.0, self.done / self.total)
-            filled = int(frac * self.width)
-            bar = "#" * filled + ("-" * (self.width - filled))
-            parts.append(f"{self.done}/{self.total} |{bar}| {frac:4.0%}")
+            from tqdm.std import tqdm
+
             remaining = self.total - self.done
             settled = self._settled_rate(now)
-            eta = "0:00" if remaining <= 0 else (_clock(remaining / settled) if settled else "?")
-            parts.append(f"{rate:.1f}/s ETA {eta}")
-        else:
-            parts.append(f"{self.done} done")
-            parts.append(f"{rate:.1f}/s {_clock(elapsed)}")
+            seconds = 0.0 if remaining <= 0 else remaining / settled + 0.5 if settled else None
+            parts.append(f"ETA {'?' if seconds is None else tqdm.format_interval(seconds)}")  # to the second
         if self.calls or self.cache_hits:
             parts.append(f"{self.calls} calls, {self.cache_hits} cached")
         parts.append(f"${self.cost_usd:.4f}")
         if self.failed:
             parts.append(f"{self.failed} with errors")
-        return "  ".join(parts)
+        return ", ".join(parts)
 
     def _settled_rate(self, now: float) -> float | None:
         """Rows per second since the first rows finished, once enough more have (else None: no ETA yet).
@@ -158,35 +197,24 @@ class ProgressBar:
             return None
         return rows / seconds
 
-    def _draw(self, now: float) -> None:
-        text = self.line(now)
-        if text == self._last_line:
-            return
-        if self.style == "lines":
-            if self._logged_done == self.done:  # a log line per state, however the rate moved
-                return
-            self._logged_done = self.done
-            out = text + "\n"
-        elif self.style == "notebook":
-            out = "\r" + text.ljust(len(self._last_line))
-        else:
-            out = "\r" + text + "\x1b[K"
-        self._last_line = text
+    def _draw(self, now: float, *, last: bool = False) -> None:
         try:
-            self.stream.write(out)
-            self.stream.flush()
+            if self._bar is not None:  # tqdm redraws it in place, and its close() ends the line
+                self._bar.n = self.done
+                self._bar.set_postfix_str(self._figures(now), refresh=False)
+                if last:
+                    self._bar.close()
+                else:
+                    self._bar.refresh()
+            elif self._logged_done != self.done:  # a log line per state, however the rate moved
+                self._logged_done = self.done
+                self.stream.write(self.line(now) + "\n")
+                self.stream.flush()
         except (OSError, ValueError):  # the terminal went away: stop drawing
             self.enabled = False
 
     def close(self) -> None:
         """Draw the final state and end the line."""
-        if not self.enabled:
-            return
-        self._draw(time.perf_counter())
-        try:
-            if self.style != "lines":  # a log line already ends with one
-                self.stream.write("\n")
-            self.stream.flush()
-        except (OSError, ValueError):
-            pass
+        if self.enabled:
+            self._draw(time.perf_counter(), last=True)
         self.enabled = False

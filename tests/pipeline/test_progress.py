@@ -1,11 +1,16 @@
-"""Progress off a terminal: steady lines in a log, a redrawn line in a notebook (issue 14)."""
+"""Progress: tqdm's bar on a terminal, steady lines in a log, a redrawn line in a notebook (issues 14, 40)."""
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
+import pty
+import re
+import struct
 import subprocess
 import sys
+import termios
 
 from ragmetrics.pipeline.progress import ProgressBar
 
@@ -95,3 +100,61 @@ def test_a_log_gets_its_steady_line_while_every_sample_is_stalled() -> None:
     lines = [line for line in proc.stderr.split(b"\n") if b"|" in line]
     assert lines[0].startswith(b"0/1 |"), proc.stderr  # printed during the stall, before any record
     assert lines[-1].startswith(b"1/1 |") and b"\r" not in proc.stderr
+
+
+TERMINAL = """
+import os
+from ragmetrics import EvaluationPipeline, RelevancyMetric
+from ragmetrics.testing import FakeLLMServer
+os.environ["OPENAI_API_KEY"] = "sk-test"
+with FakeLLMServer() as srv:
+    metric = RelevancyMetric(llm=f"openai:gpt-4o-mini@{srv.openai_base_url}", cache=False)
+    rows = [{"question": f"What is the capital of France? ({i})", "answer": "Paris."} for i in range(3)]
+    EvaluationPipeline(metrics=[metric]).run(rows)
+"""
+
+
+def test_a_terminal_gets_tqdms_bar_redrawn_in_place_with_our_calls_and_dollars() -> None:
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 rows, 100 columns
+    proc = subprocess.Popen(
+        [sys.executable, "-c", TERMINAL], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
+    )
+    os.close(follower)
+    out = b""
+    try:
+        while chunk := os.read(leader, 4096):
+            out += chunk
+    except OSError:  # EIO: the child closed its end of the terminal
+        pass
+    finally:
+        os.close(leader)
+    assert proc.wait(timeout=120) == 0, out
+    last = out.replace(b"\r\n", b"\n").split(b"\r")[-1].decode()  # the bar as it was left
+    assert out.count(b"\r") >= 2 and "\u2588" in last  # redrawn in place; tqdm's full block
+    assert last.startswith("3/3 |") and "100%" in last and "/s" in last, last
+    # ours, as tqdm's postfix
+    figures = re.search(r", ([0-9]+) calls, 0 cached, \$0\.[0-9]{4}$", last.strip())
+    assert figures and int(figures[1]) >= 3, last  # a call a row, and the canaries'
+    assert "$0.0000" not in last, last
+
+
+def test_import_ragmetrics_leaves_tqdm_until_a_bar_starts() -> None:
+    code = (
+        "import sys, ragmetrics; from ragmetrics import EvaluationPipeline; "
+        "from ragmetrics.pipeline.progress import ProgressBar; print('tqdm' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_a_bar_starts_no_thread_and_leaves_the_multiprocessing_start_method_free() -> None:
+    # tqdm's defaults: a monitor thread, and a multiprocessing lock that fixes the start method for good
+    code = NOTEBOOK + (
+        "import multiprocessing, threading\n"
+        "print(threading.active_count())\n"
+        "multiprocessing.set_start_method('spawn')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["notebook", "1"] and "4/4 |" in proc.stderr

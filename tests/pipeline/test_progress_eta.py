@@ -20,10 +20,10 @@ def test_no_eta_from_the_first_row_after_a_slow_start() -> None:
     bar.update(5, now=t0 + 3.2)
     assert "ETA ?" in bar.line(t0 + 3.2)  # too few rows and too little time since the first
     bar.update(33, now=t0 + 4.0)  # 32 rows in 1 s since the first: 367 rows left, 11.5 s
-    eta = bar.line(t0 + 4.0).split("ETA ")[1].split()[0]
-    assert eta == "0:11"
+    eta = bar.line(t0 + 4.0).split("ETA ")[1].split(",")[0]
+    assert eta == "00:11"
     bar.update(400, now=t0 + 16.0)
-    assert "ETA 0:00" in bar.line(t0 + 16.0)
+    assert "ETA 00:00" in bar.line(t0 + 16.0)
 
 
 def test_a_small_run_gets_an_eta_after_two_more_rows_and_a_second() -> None:
@@ -31,7 +31,7 @@ def test_a_small_run_gets_an_eta_after_two_more_rows_and_a_second() -> None:
     t0 = bar.started
     bar.update(1, now=t0 + 1.0)
     bar.update(3, now=t0 + 2.0)
-    assert "ETA 0:05" in bar.line(t0 + 2.0)
+    assert "ETA 00:05" in bar.line(t0 + 2.0)
 
 
 def test_the_cache_counter_counts_calls_made_and_hits_not_lookups() -> None:
