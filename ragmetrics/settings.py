@@ -21,16 +21,18 @@ name what they may not name by default (see :mod:`ragmetrics.regression.suite_tr
 
 With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else
 ``offline``. ``RAGMETRICS_MAX_ATTEMPTS`` and ``RAGMETRICS_TIMEOUT_S``, when set, are the defaults of
-every judge's ``max_attempts`` and ``timeout_s`` (options given in code win); ``ragmetrics test
---max-attempts/--timeout`` sets them for the cases it runs. ``RAGMETRICS_EXPORT_TIMEOUT_S`` bounds an
-export to MLflow (default 30 s).
+every judge's ``max_attempts`` and ``timeout_s`` (options given in code win); a command's
+``--max-attempts/--timeout`` win over them while it runs (:func:`run_defaults`).
+``RAGMETRICS_EXPORT_TIMEOUT_S`` bounds an export to MLflow (default 30 s).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal
@@ -55,6 +57,7 @@ __all__ = [
     "nothing_configured",
     "parse_judge_spec",
     "prices_file",
+    "run_defaults",
     "suite_allowances",
     "user_base_urls",
     "vertex_location",
@@ -91,16 +94,46 @@ _FLOATS = ("temperature", "timeout_s", "backoff_initial_s", "backoff_max_s")
 _OPTIONAL: dict[str, type] = {"seed": int, "requests_per_minute": float, "tokens_per_minute": float}
 JUDGE_OPTION_VARIABLES = {"RAGMETRICS_MAX_ATTEMPTS": "max_attempts", "RAGMETRICS_TIMEOUT_S": "timeout_s"}
 """Environment variables giving judge option defaults (options given in code win)."""
+_RUN_JUDGE_OPTIONS: ContextVar[tuple[tuple[str, object], ...]] = ContextVar("ragmetrics_judge", default=())
+_RUN_SUITE_ALLOW: ContextVar[frozenset[str]] = ContextVar("ragmetrics_run_suite_allow", default=frozenset())
+
+
+@contextmanager
+def run_defaults(
+    *, max_attempts: int | None = None, timeout_s: float | None = None, suite_allow: Iterable[str] = ()
+) -> Iterator[None]:
+    """Defaults for the judges and suite loads made while the block runs: a command's flags, as values.
+
+    They reach judges built in the user's own code (eval cases, suites) too, in this thread and in the
+    threads and tasks started from it with its context (``asyncio.to_thread``, ``asyncio.gather``).
+
+    Args:
+        max_attempts: Every judge's ``max_attempts`` (None: ``RAGMETRICS_MAX_ATTEMPTS``'s, or the default);
+            options given in code win.
+        timeout_s: Every judge's ``timeout_s`` likewise (None: ``RAGMETRICS_TIMEOUT_S``'s, or the default).
+        suite_allow: Names added to ``RAGMETRICS_SUITE_ALLOW``'s (``judge_url``, ``cache``, ``settings``).
+    """
+    given = {"max_attempts": max_attempts, "timeout_s": timeout_s}
+    options = {**dict(_RUN_JUDGE_OPTIONS.get()), **{k: v for k, v in given.items() if v is not None}}
+    judge_token = _RUN_JUDGE_OPTIONS.set(tuple(options.items()))
+    allow_token = _RUN_SUITE_ALLOW.set(_RUN_SUITE_ALLOW.get() | frozenset(suite_allow))
+    try:
+        yield
+    finally:
+        _RUN_SUITE_ALLOW.reset(allow_token)
+        _RUN_JUDGE_OPTIONS.reset(judge_token)
 
 
 def _judge_options_from_env() -> dict[str, object]:
-    """The judge option defaults set in the environment (see :data:`JUDGE_OPTION_VARIABLES`).
+    """The judge option defaults: :func:`run_defaults`'s, else those of :data:`JUDGE_OPTION_VARIABLES`.
 
     Raises:
         ConfigError: A variable holds no valid value (a whole number >= 1 / a finite number > 0).
     """
-    options: dict[str, object] = {}
+    options: dict[str, object] = dict(_RUN_JUDGE_OPTIONS.get())
     for var, name in JUDGE_OPTION_VARIABLES.items():
+        if name in options:
+            continue  # a command's flag: it wins over the variable (never read, so never refused)
         text = os.environ.get(var, "").strip()
         if not text:
             continue
@@ -448,7 +481,7 @@ SUITE_ALLOWANCES = ("judge_url", "cache", "settings")
 
 
 def suite_allowances() -> frozenset[str]:
-    """What the user lets suite files name: ``RAGMETRICS_SUITE_ALLOW``'s comma list.
+    """What the user lets suite files name: ``RAGMETRICS_SUITE_ALLOW``'s list and :func:`run_defaults`'s.
 
     Raises:
         ConfigError: The variable lists something else than ``judge_url``, ``cache``, ``settings``.
@@ -460,7 +493,7 @@ def suite_allowances() -> frozenset[str]:
             f"environment variable RAGMETRICS_SUITE_ALLOW lists {', '.join(map(repr, unknown))}; "
             f"it takes a comma list of {', '.join(SUITE_ALLOWANCES)}"
         )
-    return frozenset(names)
+    return frozenset(names) | _RUN_SUITE_ALLOW.get()
 
 
 def user_base_urls(provider: str) -> tuple[str, ...]:
