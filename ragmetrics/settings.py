@@ -1,36 +1,21 @@
 """Settings: judge specs, provider keys and the cache location. The only module that reads the environment.
 
-A judge is named by a spec string:
-
-- ``openai:MODEL`` (key from ``OPENAI_API_KEY``, base URL from ``OPENAI_BASE_URL`` if set)
-- ``openai:MODEL@http://localhost:11434/v1`` (any OpenAI-compatible server: Ollama, vLLM,
-  llama.cpp, LM Studio; no key needed unless the server wants one)
-- ``anthropic:MODEL`` (key from ``ANTHROPIC_API_KEY``, base URL from ``ANTHROPIC_BASE_URL`` if set)
-- ``anthropic:MODEL@https://proxy.example/`` (an Anthropic-compatible server or gateway)
-- ``azure:DEPLOYMENT@https://NAME.openai.azure.com`` (Azure OpenAI: key from ``AZURE_OPENAI_API_KEY``,
-  endpoint from ``AZURE_OPENAI_ENDPOINT`` when no ``@URL``, API version from ``OPENAI_API_VERSION``)
-- ``gemini:MODEL`` (Gemini through its OpenAI-compatible endpoint; key from ``GEMINI_API_KEY``)
-- ``bedrock:MODEL`` (Anthropic on AWS Bedrock through the anthropic SDK; region from ``AWS_REGION`` /
-  ``AWS_DEFAULT_REGION``, credentials as the SDK reads them: ``AWS_BEARER_TOKEN_BEDROCK`` or boto3's chain)
-- ``vertex:MODEL`` (Anthropic on Google Vertex AI; region from ``CLOUD_ML_REGION``, project from
-  ``ANTHROPIC_VERTEX_PROJECT_ID``, credentials from google-auth or an ``api_key=`` access token)
-- ``offline`` (the deterministic heuristic judge: no key, no network)
-
-``RAGMETRICS_SUITE_ALLOW`` (a comma list of ``judge_url``, ``cache``, ``settings``) lets suite files
-name what they may not name by default (see :mod:`ragmetrics.regression.suite_trust`).
-
-With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else
-``offline``. ``RAGMETRICS_MAX_ATTEMPTS`` and ``RAGMETRICS_TIMEOUT_S``, when set, are the defaults of
-every judge's ``max_attempts`` and ``timeout_s`` (options given in code win); ``ragmetrics test
---max-attempts/--timeout`` sets them for the cases it runs. ``RAGMETRICS_EXPORT_TIMEOUT_S`` bounds an
-export to MLflow (default 30 s).
+A judge is named by a spec string: ``openai:MODEL`` (optionally ``@URL`` for any OpenAI-compatible
+server), ``anthropic:MODEL[@URL]``, ``azure:DEPLOYMENT@ENDPOINT``, ``gemini:MODEL``, ``bedrock:MODEL``,
+``vertex:MODEL``, or ``offline`` (the deterministic heuristic judge: no key, no network). Keys, base
+URLs and regions come from each provider's usual environment variables. With no spec,
+``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else ``offline``.
+``RAGMETRICS_MAX_ATTEMPTS``, ``RAGMETRICS_TIMEOUT_S``, ``RAGMETRICS_EXPORT_TIMEOUT_S`` and
+``RAGMETRICS_SUITE_ALLOW`` set defaults that options given in code override.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal
@@ -55,6 +40,7 @@ __all__ = [
     "nothing_configured",
     "parse_judge_spec",
     "prices_file",
+    "run_defaults",
     "suite_allowances",
     "user_base_urls",
     "vertex_location",
@@ -91,16 +77,46 @@ _FLOATS = ("temperature", "timeout_s", "backoff_initial_s", "backoff_max_s")
 _OPTIONAL: dict[str, type] = {"seed": int, "requests_per_minute": float, "tokens_per_minute": float}
 JUDGE_OPTION_VARIABLES = {"RAGMETRICS_MAX_ATTEMPTS": "max_attempts", "RAGMETRICS_TIMEOUT_S": "timeout_s"}
 """Environment variables giving judge option defaults (options given in code win)."""
+_RUN_JUDGE_OPTIONS: ContextVar[tuple[tuple[str, object], ...]] = ContextVar("ragmetrics_judge", default=())
+_RUN_SUITE_ALLOW: ContextVar[frozenset[str]] = ContextVar("ragmetrics_run_suite_allow", default=frozenset())
+
+
+@contextmanager
+def run_defaults(
+    *, max_attempts: int | None = None, timeout_s: float | None = None, suite_allow: Iterable[str] = ()
+) -> Iterator[None]:
+    """Defaults for the judges and suite loads made while the block runs: a command's flags, as values.
+
+    They reach judges built in the user's own code (eval cases, suites) too, in this thread and in the
+    threads and tasks started from it with its context (``asyncio.to_thread``, ``asyncio.gather``).
+
+    Args:
+        max_attempts: Every judge's ``max_attempts`` (None: ``RAGMETRICS_MAX_ATTEMPTS``'s, or the default);
+            options given in code win.
+        timeout_s: Every judge's ``timeout_s`` likewise (None: ``RAGMETRICS_TIMEOUT_S``'s, or the default).
+        suite_allow: Names added to ``RAGMETRICS_SUITE_ALLOW``'s (``judge_url``, ``cache``, ``settings``).
+    """
+    given = {"max_attempts": max_attempts, "timeout_s": timeout_s}
+    options = {**dict(_RUN_JUDGE_OPTIONS.get()), **{k: v for k, v in given.items() if v is not None}}
+    judge_token = _RUN_JUDGE_OPTIONS.set(tuple(options.items()))
+    allow_token = _RUN_SUITE_ALLOW.set(_RUN_SUITE_ALLOW.get() | frozenset(suite_allow))
+    try:
+        yield
+    finally:
+        _RUN_SUITE_ALLOW.reset(allow_token)
+        _RUN_JUDGE_OPTIONS.reset(judge_token)
 
 
 def _judge_options_from_env() -> dict[str, object]:
-    """The judge option defaults set in the environment (see :data:`JUDGE_OPTION_VARIABLES`).
+    """The judge option defaults: :func:`run_defaults`'s, else those of :data:`JUDGE_OPTION_VARIABLES`.
 
     Raises:
         ConfigError: A variable holds no valid value (a whole number >= 1 / a finite number > 0).
     """
-    options: dict[str, object] = {}
+    options: dict[str, object] = dict(_RUN_JUDGE_OPTIONS.get())
     for var, name in JUDGE_OPTION_VARIABLES.items():
+        if name in options:
+            continue  # a command's flag: it wins over the variable (never read, so never refused)
         text = os.environ.get(var, "").strip()
         if not text:
             continue
@@ -448,7 +464,7 @@ SUITE_ALLOWANCES = ("judge_url", "cache", "settings")
 
 
 def suite_allowances() -> frozenset[str]:
-    """What the user lets suite files name: ``RAGMETRICS_SUITE_ALLOW``'s comma list.
+    """What the user lets suite files name: ``RAGMETRICS_SUITE_ALLOW``'s list and :func:`run_defaults`'s.
 
     Raises:
         ConfigError: The variable lists something else than ``judge_url``, ``cache``, ``settings``.
@@ -460,7 +476,7 @@ def suite_allowances() -> frozenset[str]:
             f"environment variable RAGMETRICS_SUITE_ALLOW lists {', '.join(map(repr, unknown))}; "
             f"it takes a comma list of {', '.join(SUITE_ALLOWANCES)}"
         )
-    return frozenset(names)
+    return frozenset(names) | _RUN_SUITE_ALLOW.get()
 
 
 def user_base_urls(provider: str) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""The ``ragmetrics`` command: ``eval``, ``estimate`` and ``test`` (``app``; eval in ``run_eval``)."""
+"""The ``ragmetrics`` command: one module per command (``run_eval``, ``run_tests``, ...), run by ``app``."""
 
 from __future__ import annotations
 

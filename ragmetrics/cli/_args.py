@@ -19,6 +19,7 @@ __all__ = [
     "add_batch_flags",
     "batch_from_flags",
     "count",
+    "judge_health_min",
     "judge_options",
     "non_negative_float",
     "output_problem",
@@ -215,3 +216,10 @@ def judge_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.timeout is not None:
         options["timeout_s"] = args.timeout
     return options
+
+
+def judge_health_min(args: argparse.Namespace) -> float:
+    """The judge gate's threshold: ``--judge-health-min``, else the pipeline's default."""
+    from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN
+
+    return JUDGE_HEALTH_MIN if args.judge_health_min is None else float(args.judge_health_min)

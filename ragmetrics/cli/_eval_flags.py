@@ -1,4 +1,4 @@
-"""The flags of ``ragmetrics eval`` and ``ragmetrics estimate`` (their handlers are in ``run_eval``).
+"""The flags of ``ragmetrics eval`` and ``ragmetrics estimate`` (handlers: ``run_eval``, ``run_estimate``).
 
 Kept apart from :mod:`ragmetrics.cli.run_eval` so that module holds what the commands do, this one
 what they take; the help texts and defaults are the user-facing contract of both commands.
@@ -106,6 +106,18 @@ def eval_parser(commands: Any) -> argparse.ArgumentParser:
     common_flags(parser)
     parser.add_argument("--out", metavar="PATH", help="write the records to PATH (.jsonl or .csv)")
     parser.add_argument("--report", metavar="PATH", help="write a self-contained HTML report to PATH (.html)")
+    _request_flags(parser)
+    _gate_flags(parser)
+    parser.add_argument("--worst", type=count, default=3, metavar="N", help="worst samples to show (3)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, no tables")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON (for machines)")
+    add_trace_flags(parser)
+    add_batch_flags(parser)
+    return parser
+
+
+def _request_flags(parser: argparse.ArgumentParser) -> None:
+    """Samples and judge requests in flight, attempts per request, the reply timeout."""
     parser.add_argument(
         "--concurrency",
         type=positive_int,
@@ -131,6 +143,10 @@ def eval_parser(commands: Any) -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds to wait for each judge reply (default 60; raise it for slow local models)",
     )
+
+
+def _gate_flags(parser: argparse.ArgumentParser) -> None:
+    """The pass marks and the gates the exit code follows (scores, unscored samples, the judge)."""
     parser.add_argument(
         "--threshold",
         type=metric_values,
@@ -177,12 +193,6 @@ def eval_parser(commands: Any) -> argparse.ArgumentParser:
         help="put known-answer probes to each judge first (on by default; at most 4 cached calls per "
         "judge, 0 for the offline judge); a judge failing them exits 5. --no-canaries leaves them out",
     )
-    parser.add_argument("--worst", type=count, default=3, metavar="N", help="worst samples to show (3)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar, no tables")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON (for machines)")
-    add_trace_flags(parser)
-    add_batch_flags(parser)
-    return parser
 
 
 def estimate_parser(commands: Any) -> argparse.ArgumentParser:

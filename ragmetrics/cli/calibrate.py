@@ -123,6 +123,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         return _fail(str(exc))
+    return _print_report(args, report)
+
+
+def _print_report(args: argparse.Namespace, report: Any) -> int:
+    """Print the report (text or ``--json``), write ``--html``; exit 1 when a judge scored no labelled row."""
     if args.example:
         report.source = "the bundled ExpertQA example (80 rows, MIT)"
     if args.json:

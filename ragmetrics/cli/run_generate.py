@@ -60,6 +60,15 @@ def add_generate_command(commands: Any) -> None:
         "chunks, and append the accepted items to --out (a rerun resumes).",
         epilog=_EPILOG,
     )
+    _file_flags(parser)
+    _generator_flags(parser)
+    _run_flags(parser)
+    add_batch_flags(parser)
+    parser.set_defaults(handler=cmd_generate)
+
+
+def _file_flags(parser: argparse.ArgumentParser) -> None:
+    """The documents read and the files written."""
     parser.add_argument("documents", nargs="+", metavar="DOCS", help="files or folders (.txt .md .html .pdf)")
     parser.add_argument("--size", type=positive_int, default=20, metavar="N", help="items wanted (20)")
     parser.add_argument(
@@ -67,6 +76,10 @@ def add_generate_command(commands: Any) -> None:
     )
     parser.add_argument("--rejects", metavar="PATH", help="rejected candidates (default OUT.rejects.jsonl)")
     parser.add_argument("--report", metavar="PATH", help="write the report as JSON to PATH")
+
+
+def _generator_flags(parser: argparse.ArgumentParser) -> None:
+    """Who writes the questions, which kinds and styles, and how the documents are chunked."""
     parser.add_argument(
         "--judge",
         metavar="SPEC",
@@ -97,6 +110,10 @@ def add_generate_command(commands: Any) -> None:
     )
     parser.add_argument("--overlap", type=int, default=32, metavar="N", help="chunk overlap in tokens (32)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the chunk order and typos (0)")
+
+
+def _run_flags(parser: argparse.ArgumentParser) -> None:
+    """The run's budget, concurrency, cache, resumption, checks and output."""
     parser.add_argument("--max-cost", type=non_negative_float, metavar="USD", help="stop before this cost")
     parser.add_argument(
         "--max-candidates", type=positive_int, metavar="N", help="candidates tried at most (3 x --size)"
@@ -119,8 +136,6 @@ def add_generate_command(commands: Any) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no report")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_batch_flags(parser)
-    parser.set_defaults(handler=cmd_generate)
 
 
 def _usage(message: str) -> int:
@@ -130,11 +145,8 @@ def _usage(message: str) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Run ``ragmetrics generate``."""
-    from ragmetrics.judge import resolve_judge
     from ragmetrics.settings import api_key_for, default_judge_spec, parse_judge_spec
-    from ragmetrics.testset.budget import estimate_slots
-    from ragmetrics.testset.generator import generate_sync, prepare
-    from ragmetrics.testset.slots import plan_slots
+    from ragmetrics.testset.generator import prepare
 
     for path, flag, suffixes in ((args.out, "--out", (".jsonl",)), (args.report, "--report", (".json",))):
         problem = output_problem(path, flag, suffixes, create_folders=True) if path else None
@@ -152,50 +164,69 @@ def cmd_generate(args: argparse.Namespace) -> int:
             api_key_for(settings)
         chunks = prepare(args.documents, chunk_tokens=args.chunk_tokens, overlap_tokens=args.overlap)
         if args.estimate:
-            slots = plan_slots(chunks, size=args.size, mix=args.mix, styles=styles, seed=args.seed)[
-                : args.size
-            ]
-            judge = resolve_judge(spec, cache=not args.no_cache, require_key=False)
-            extractive = args.generator == "extractive" or (args.generator == "auto" and judge.info.heuristic)
-            try:
-                est = estimate_slots(judge, slots, extractive=extractive)
-            finally:
-                judge.close_disk()  # the estimate looked the cache up; nothing else will
-            print(json.dumps(est.model_dump(mode="json"), indent=2) if args.json else str(est))
-            return EXIT_OK
-        if spec == "offline" and not args.quiet:
-            print(
-                "ragmetrics generate: offline: the extractive generator builds questions from the documents' "
-                "own sentences, verified by the heuristic judge (no LLM); pass --judge SPEC for an LLM.",
-                file=sys.stderr,
-            )
-        testset = generate_sync(
-            chunks,
-            size=args.size,
-            llm=spec,
-            out=args.out,
-            rejects=args.rejects,
-            mix=args.mix,
-            styles=styles,
-            generator=args.generator,
-            seed=args.seed,
-            max_cost_usd=args.max_cost,
-            max_candidates=args.max_candidates,
-            concurrency=args.concurrency,
-            cache=not args.no_cache,
-            resume=not args.fresh,
-            progress=False if args.quiet else None,
-            batch=batch if batch is not None else False,
-            judge_gate=not args.no_judge_gate,
-            allow_instructions=args.allow_instructions,
-        )
+            return _estimate(args, spec, chunks, styles)
+        report = _generate(args, spec, chunks, styles, batch)
     except (ConfigError, MissingDependencyError) as exc:
         return _usage(str(exc))
     except BatchPendingError as exc:
         print(f"ragmetrics generate: {printable(str(exc))}", file=sys.stderr)
         print("ragmetrics generate: run the same command with --resume to collect them", file=sys.stderr)
         return EXIT_PENDING
-    report = testset.report
+    return _finish(args, report)
+
+
+def _estimate(args: argparse.Namespace, spec: str, chunks: Any, styles: list[str]) -> int:
+    """``--estimate``: print the predicted calls and cost of the slots the run would fill; call nothing."""
+    from ragmetrics.judge import resolve_judge
+    from ragmetrics.testset.budget import estimate_slots
+    from ragmetrics.testset.slots import plan_slots
+
+    slots = plan_slots(chunks, size=args.size, mix=args.mix, styles=styles, seed=args.seed)[: args.size]
+    judge = resolve_judge(spec, cache=not args.no_cache, require_key=False)
+    extractive = args.generator == "extractive" or (args.generator == "auto" and judge.info.heuristic)
+    try:
+        est = estimate_slots(judge, slots, extractive=extractive)
+    finally:
+        judge.close_disk()  # the estimate looked the cache up; nothing else will
+    print(json.dumps(est.model_dump(mode="json"), indent=2) if args.json else str(est))
+    return EXIT_OK
+
+
+def _generate(args: argparse.Namespace, spec: str, chunks: Any, styles: list[str], batch: Any) -> Any:
+    """Generate and verify the items, appended to ``--out``; returns the run's report."""
+    from ragmetrics.testset.generator import generate_sync
+
+    if spec == "offline" and not args.quiet:
+        print(
+            "ragmetrics generate: offline: the extractive generator builds questions from the documents' "
+            "own sentences, verified by the heuristic judge (no LLM); pass --judge SPEC for an LLM.",
+            file=sys.stderr,
+        )
+    testset = generate_sync(
+        chunks,
+        size=args.size,
+        llm=spec,
+        out=args.out,
+        rejects=args.rejects,
+        mix=args.mix,
+        styles=styles,
+        generator=args.generator,
+        seed=args.seed,
+        max_cost_usd=args.max_cost,
+        max_candidates=args.max_candidates,
+        concurrency=args.concurrency,
+        cache=not args.no_cache,
+        resume=not args.fresh,
+        progress=False if args.quiet else None,
+        batch=batch if batch is not None else False,
+        judge_gate=not args.no_judge_gate,
+        allow_instructions=args.allow_instructions,
+    )
+    return testset.report
+
+
+def _finish(args: argparse.Namespace, report: Any) -> int:
+    """Write ``--report``, print the report, the verifier's failures first among the errors; the exit code."""
     if args.report:
         Path(args.report).write_text(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
     if args.json:
