@@ -178,7 +178,7 @@ def _gate_flags(parser: argparse.ArgumentParser) -> None:
         type=unit_float,
         default=None,
         metavar="SHARE",
-        help="exit 4 when a judge's reading rate (the lower of the shares of its claim spans found in the "
+        help="exit 5 when a judge's reading rate (the lower of the shares of its claim spans found in the "
         "answers and of its quotes found in the contexts) is below SHARE (default 0.5)",
     )
     parser.add_argument(
