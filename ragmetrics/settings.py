@@ -1,29 +1,12 @@
 """Settings: judge specs, provider keys and the cache location. The only module that reads the environment.
 
-A judge is named by a spec string:
-
-- ``openai:MODEL`` (key from ``OPENAI_API_KEY``, base URL from ``OPENAI_BASE_URL`` if set)
-- ``openai:MODEL@http://localhost:11434/v1`` (any OpenAI-compatible server: Ollama, vLLM,
-  llama.cpp, LM Studio; no key needed unless the server wants one)
-- ``anthropic:MODEL`` (key from ``ANTHROPIC_API_KEY``, base URL from ``ANTHROPIC_BASE_URL`` if set)
-- ``anthropic:MODEL@https://proxy.example/`` (an Anthropic-compatible server or gateway)
-- ``azure:DEPLOYMENT@https://NAME.openai.azure.com`` (Azure OpenAI: key from ``AZURE_OPENAI_API_KEY``,
-  endpoint from ``AZURE_OPENAI_ENDPOINT`` when no ``@URL``, API version from ``OPENAI_API_VERSION``)
-- ``gemini:MODEL`` (Gemini through its OpenAI-compatible endpoint; key from ``GEMINI_API_KEY``)
-- ``bedrock:MODEL`` (Anthropic on AWS Bedrock through the anthropic SDK; region from ``AWS_REGION`` /
-  ``AWS_DEFAULT_REGION``, credentials as the SDK reads them: ``AWS_BEARER_TOKEN_BEDROCK`` or boto3's chain)
-- ``vertex:MODEL`` (Anthropic on Google Vertex AI; region from ``CLOUD_ML_REGION``, project from
-  ``ANTHROPIC_VERTEX_PROJECT_ID``, credentials from google-auth or an ``api_key=`` access token)
-- ``offline`` (the deterministic heuristic judge: no key, no network)
-
-``RAGMETRICS_SUITE_ALLOW`` (a comma list of ``judge_url``, ``cache``, ``settings``) lets suite files
-name what they may not name by default (see :mod:`ragmetrics.regression.suite_trust`).
-
-With no spec, ``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else
-``offline``. ``RAGMETRICS_MAX_ATTEMPTS`` and ``RAGMETRICS_TIMEOUT_S``, when set, are the defaults of
-every judge's ``max_attempts`` and ``timeout_s`` (options given in code win); ``ragmetrics test
---max-attempts/--timeout`` sets them for the cases it runs. ``RAGMETRICS_EXPORT_TIMEOUT_S`` bounds an
-export to MLflow (default 30 s).
+A judge is named by a spec string: ``openai:MODEL`` (optionally ``@URL`` for any OpenAI-compatible
+server), ``anthropic:MODEL[@URL]``, ``azure:DEPLOYMENT@ENDPOINT``, ``gemini:MODEL``, ``bedrock:MODEL``,
+``vertex:MODEL``, or ``offline`` (the deterministic heuristic judge: no key, no network). Keys, base
+URLs and regions come from each provider's usual environment variables. With no spec,
+``RAGMETRICS_JUDGE`` is used if set, else the first provider whose key is set, else ``offline``.
+``RAGMETRICS_MAX_ATTEMPTS``, ``RAGMETRICS_TIMEOUT_S``, ``RAGMETRICS_EXPORT_TIMEOUT_S`` and
+``RAGMETRICS_SUITE_ALLOW`` set defaults that options given in code override.
 """
 
 from __future__ import annotations

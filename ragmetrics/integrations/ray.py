@@ -1,37 +1,13 @@
 """Evaluate on a Ray cluster: ``evaluate_ray`` over Ray Data, under one cluster-wide rate limit.
 
-Needs the ``ray`` extra (``pip install 'ragmetrics[ray]'``); importing this module imports no ray,
-which loads only when :func:`evaluate_ray` or :class:`ClusterRateLimit` is called.
-
-Example:
-    >>> import ray
-    >>> from ragmetrics.integrations.ray import evaluate_ray
-    >>> ray.init()                                    # or ray.init(address="auto") on a cluster
-    >>> results = evaluate_ray("answers.jsonl", metrics=["faithfulness", "relevancy"],
-    ...                        llm="openai:gpt-4o-mini", workers=8, requests_per_minute=5000)
-    >>> results.write_parquet("scores/")              # or .to_pandas().sort_values("index")
-
-How it runs:
-
-- The input (a ``ray.data.Dataset``, a ``.jsonl``/``.json``/``.parquet`` path, a pandas DataFrame or
-  a list of dicts) is numbered once (materialised, each block given its rows' positions), so every
-  result row carries its position in the input as ``index`` and names it in error messages, as a
-  single-process run does.
-- ``map_batches`` runs an async actor pool of ``workers`` actors. Each builds one
-  :class:`~ragmetrics.pipeline.runner.EvaluationPipeline` (its disk cache, retries, single-flight and
-  statuses) and runs it on its batches; a bad row becomes an error row with its status, the rest go on.
-- One rate limit for the whole cluster: a named actor (:class:`ClusterRateLimit`) holds the
-  requests-per-minute and tokens-per-minute buckets that every worker's judge asks before each
-  request, and a 429 seen by any worker halves the shared rates and every worker's concurrency limit.
-- A worker that dies (killed, out of memory, a lost node) is restarted by Ray and its batch retried;
-  the disk cache of the node makes the retry cost only the calls that had not finished. A batch that
-  killed its worker ``max_attempts`` times (3) comes back as error rows (``provider_error``, naming
-  the rows), so one poisonous batch cannot loop for ever; the rest of the run finishes.
-- A 429 with a Retry-After holds every worker's next request until then (at most 60 s).
-
-The result is a ``ray.data.Dataset`` with the columns of ``EvaluationResults.to_pandas()`` (the
-input's columns, then a score, status and reason per metric and the usage totals), in no guaranteed
-order: sort by ``index`` when the order matters.
+Needs the ``ray`` extra (``pip install 'ragmetrics[ray]'``); ray is imported only when
+:func:`evaluate_ray` or :class:`ClusterRateLimit` is called. The input is numbered once, so each
+result row carries its input position as ``index``; an async actor pool of ``workers`` actors each
+runs an :class:`~ragmetrics.pipeline.runner.EvaluationPipeline` on its batches. A named actor
+(:class:`ClusterRateLimit`) holds the cluster's request and token buckets, and a 429 anywhere halves
+the shared rates. A batch that killed its worker ``max_attempts`` times comes back as error rows.
+The result is a ``ray.data.Dataset`` with the columns of ``EvaluationResults.to_pandas()``, in no
+guaranteed order (sort by ``index``).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The metric contract: what the pipeline, the estimator, the suites and the adapters are typed against.
 
-A metric is an object with a snake_case ``name``, a ``threshold`` (or None), a :class:`Needs` value
-saying which sample fields it reads and whether it calls a judge, and ``evaluate_sample(sample) ->
-MetricResult``. What a metric needs is declared as data, so the runner never guesses from attribute
-names. A metric that calls a judge and may share it (``Needs.shares_judge``) is a
-:class:`JudgedMetric`: it also has ``judge``, ``judge_key()`` and ``use_judge()``, and metrics with
-equal keys get one caching judge. Plain functions of a :class:`~ragmetrics.sample.Sample` stay
-accepted; ``ragmetrics.pipeline._metric_call`` normalises them once.
-
-RAG metrics add ``score``/``evaluate`` with keyword fields; evaluators add ``evaluate(prediction,
-reference, input)``. Both return the one result shape, ``MetricResult`` (exported as ``EvalResult``
-too), and get their ``*_sync`` twins from :func:`ragmetrics._aio.run_sync`.
+A metric has a snake_case ``name``, a ``threshold`` (or None), a :class:`Needs` value saying which
+sample fields it reads and whether it calls a judge, and ``evaluate_sample(sample) -> MetricResult``.
+A metric that may share its judge is a :class:`JudgedMetric` (``judge``, ``judge_key()``,
+``use_judge()``): metrics with equal keys get one caching judge. Plain functions of a
+:class:`~ragmetrics.sample.Sample` stay accepted (``ragmetrics.pipeline._metric_call`` normalises
+them). RAG metrics and evaluators return the one result shape, ``MetricResult``.
 """
 
 from __future__ import annotations

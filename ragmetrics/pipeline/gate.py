@@ -1,23 +1,10 @@
 """The unscored gate: a run in which samples went unscored is a failure, and says why in one line.
 
-A sample is *unscored* for a metric when its score is ``None``, whatever the status
-(``provider_error``, ``timeout``, ``invalid_input``, ``skipped`` for the budget...). A status that
-comes with a score (``no_claims`` scores 1.0: nothing in the answer can be wrong) is scored.
-
-The rule, per metric:
-
-- a metric that scored no sample at all fails, whatever the limit (nothing was measured), and so
-  does an empty run (0 of 0);
-- otherwise it fails when more samples are unscored than ``max_unscored`` allows: a whole number is
-  a count of samples (``0``, the default, allows none; ``3`` allows three), a number with a decimal
-  point or a percent sign is a share of the samples (``0.1`` or ``10%`` allows one in ten).
-
-``ragmetrics eval`` applies it to its exit code (1 on failure, as ``--fail-under`` does); the same
-functions serve ``ragmetrics test``, the pytest plugin and suites::
-
-    failures = check_unscored(report, max_unscored="0.1")
-    if failures:
-        print(unscored_message(failures))  # "faithfulness: 0 of 12 samples scored: provider_error 12: ..."
+A sample is unscored for a metric when its score is ``None``, whatever the status. Per metric, a
+metric that scored no sample fails (an empty run too); otherwise it fails when more samples are
+unscored than ``max_unscored`` allows: a whole number is a count, a decimal or a percent a share
+(``0.1`` or ``10%``). :func:`check_unscored` and :func:`unscored_message` serve ``ragmetrics eval``,
+``ragmetrics test``, the pytest plugin and suites alike.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """The batch runner: ``EvaluationPipeline`` fans metrics out over a dataset and returns ``EvaluationResult``s.
 
-How a run goes:
-
-- **Judges are shared.** Metrics declaring a shareable judge (``needs.shares_judge``, see
-  :class:`~ragmetrics.metrics.base.Needs`) whose ``judge_key()`` is equal get one caching judge, so the
-  claims of a sample are extracted once for faithfulness, relevancy and groundedness together (two
-  calls per sample for all three) and one adaptive concurrency limit applies per provider+model.
-- **Bounded work.** ``concurrency`` workers pull rows from the dataset lazily and push finished
-  records through a bounded queue, so a stream of 100,000 rows holds only ``concurrency`` samples in
-  flight; the judge bounds the LLM requests in flight (``max_concurrency``) and halves on 429s.
-- **Failure is data.** :func:`failure_record` is the one place an exception becomes an
-  :class:`~ragmetrics.pipeline.report.ErrorRecord`; a bad row, a metric that raises, a judge that
-  fails for good or a sample that times out gives a record with a status and a message, never a
-  missing row or a NaN. ``raise_on_error=True`` raises the first failure instead; ``strict=True``
-  validates every row before the first call.
-- **Money.** ``max_cost_usd`` reserves each sample's estimated cost before launching it and skips
-  (with an error record saying so) the samples that would not fit.
-- **Sync.** ``run()`` works with or without a running event loop (Jupyter) via ``run_sync``.
-
-This module holds the pipeline and its run loop; the parts live beside it: metrics normalised and
-judges shared (``_metric_call``), one row's execution (``_execute``), failure records (``_failure``),
-the budget (``_budget``), run counters (``_run_state``), dataset input (``_inputs``), the run loop
-shared with the suites (``run_loop``) and what a run returns (``_results``).
+Metrics whose ``judge_key()`` is equal share one caching judge, so a sample's claims are extracted
+once for all of them. ``concurrency`` workers pull rows lazily (a stream holds only that many samples
+in flight) while the judge bounds the LLM requests in flight. Failure is data: a bad row, a metric
+that raises or a judge that fails gives a record with a status (:func:`failure_record`), unless
+``raise_on_error=True``. ``max_cost_usd`` reserves each sample's estimated cost before launching it.
+This module holds the pipeline and its run loop; the parts live beside it (``_metric_call``,
+``_execute``, ``_failure``, ``_budget``, ``_run_state``, ``_inputs``, ``run_loop``, ``_results``).
 """
 
 from __future__ import annotations

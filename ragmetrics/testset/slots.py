@@ -1,16 +1,11 @@
 """Which chunks each candidate question is written from: a fixed list of slots, a pure function of the input.
 
-Slot ``i`` has a kind (the requested mix interleaved by largest remainder), a style (the styles in
-turn) and its chunks: one for ``single_hop``, ``summary`` and ``unanswerable`` (one walk, shared by
-these kinds, over the chunks in a seeded order that alternates between documents, so early slots
-already cover many documents and chunks); two
-for ``multi_hop`` and ``comparison`` (pairs of chunks sharing specific terms, best pairs first, never
-two neighbouring chunks of one document, which share their overlap). Because the list does not depend
-on what the judge answered, a resumed run walks the same slots, and a slot finished before a crash is
-skipped while the ones cut short hit the judge cache. Chunks with no sentence of four words or more
-outside their headings (a heading alone, a table row, a caption) get no slot, nor do pairs of two
-copies of one text (:data:`COPY_SHARE`): no question can be written from them, so each such candidate
-was one call wasted on a reject.
+Slot ``i`` has a kind (the requested mix interleaved by largest remainder), a style (in turn) and its
+chunks: one for ``single_hop``, ``summary`` and ``unanswerable`` (a seeded walk alternating between
+documents), two for ``multi_hop`` and ``comparison`` (pairs sharing specific terms, never neighbours
+of one document). Because the list does not depend on the judge's answers, a resumed run walks the
+same slots. Chunks with no sentence of four words or more, and pairs of two copies of one text
+(:data:`COPY_SHARE`), get no slot.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """Judges around a LangChain chat model or a LlamaIndex LLM (``llm=ChatOpenAI(...)``, ``OpenAILike(...)``).
 
-RAGAS users pass such objects (wrapped in ``LangchainLLMWrapper`` / ``LlamaIndexLLMWrapper``, which are
-unwrapped here). An object is recognised by its classes' modules and names, so nothing here imports
-LangChain or LlamaIndex until the object is used:
-
-- **LangChain** ``BaseChatModel``: ``with_structured_output(response_model, include_raw=True)``, so the
-  model's own structured-output method is used (tool calling or JSON schema, as its integration
-  chooses), and the raw ``AIMessage`` gives the tokens (``usage_metadata``).
-- **LlamaIndex** ``LLM``: for a function-calling model, one forced tool call (``chat_with_tools`` with
-  the response model as the tool, what its ``structured_predict`` does), else ``chat`` with the JSON
-  schema in the last message; the ``ChatResponse`` gives the tokens. Its prompt-template helpers are not
-  used: they would read braces in sample text as template variables.
-
-Calls go through the objects' blocking methods (``invoke``, ``chat_with_tools``, ``chat``) on worker
-threads, ``max_concurrency`` of them: their async clients are bound to the event loop that first used
-them, and ``evaluate_sync`` gives every run a loop of its own, so a second run through the async
-methods fails with a connection error (LangChain's ``ChatOpenAI``, LlamaIndex's ``OpenAI``).
-
-Every call counts one attempt on the reply's usage, with the tokens when the object reports them (cost
-from the price table when its model is in it); a reply that fails validation is re-asked (``reasks``,
-default 2) with the problem named. Retries on 429s and timeouts are the framework object's own (its
-``max_retries``); ``timeout_s`` bounds each call and ``max_concurrency`` the calls in flight. The user's
-object is never closed.
+RAGAS's ``LangchainLLMWrapper`` / ``LlamaIndexLLMWrapper`` are unwrapped; objects are recognised by
+their classes' modules and names, so nothing imports LangChain or LlamaIndex until used. LangChain
+models answer through ``with_structured_output(..., include_raw=True)``; LlamaIndex models through one
+forced tool call, else ``chat`` with the schema in the last message (never its prompt templates, which
+would read braces in sample text). Calls go through the blocking methods on worker threads (their
+async clients are bound to one event loop), ``max_concurrency`` at a time under ``timeout_s``; invalid
+replies are re-asked (``reasks``), and retries on 429s are the framework object's own.
 """
 
 from __future__ import annotations

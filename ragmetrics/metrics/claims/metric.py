@@ -1,19 +1,10 @@
 """The claim metric: a :class:`~ragmetrics.metrics.claims.engine.ClaimTask` plus one pure scoring function.
 
-A claim metric is a class with a ``name``, a ``task`` (what is split, what it is checked against) and
-a ``scoring`` function from the :class:`Found` claims and verdicts to a :class:`ClaimScore`. The base
-class does the rest once for every claim metric: the judge (resolved lazily, shared by the pipeline),
-the input checks its :class:`~ragmetrics.metrics.base.Needs` imply, running the plan, the failure
-result, latency, the claim rates and the ``*_sync`` twins. A new metric that splits the reference::
-
-    def recall(found: Found) -> ClaimScore:
-        hits = sum(c.verdict == "supported" for c in found.claims)
-        return ClaimScore(score=hits / len(found.claims), reasoning=f"{hits} supported")
-
-    class ToyRecall(ClaimMetric):
-        name = "toy_recall"
-        task = ClaimTask(split="reference", against="contexts")
-        scoring = staticmethod(recall)
+A claim metric is a :class:`ClaimMetric` subclass with a ``name``, a ``task`` (what is split, what it
+is checked against) and a ``scoring`` function from the :class:`Found` claims and verdicts to a
+:class:`ClaimScore`. The base class does the rest once for every claim metric: the judge (resolved
+lazily, shared by the pipeline), the input checks its :class:`~ragmetrics.metrics.base.Needs` imply,
+running the plan, the failure result, latency, the claim rates and the ``*_sync`` twins.
 """
 
 from __future__ import annotations
