@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Literal
 
+from ragmetrics._check import check_choice, check_int, check_unit
 from ragmetrics._fake.batch_wire import FakeBatchPlan, Outcome
 from ragmetrics._fake.batches import BatchStore, FakeBatch
 from ragmetrics._fake.copycat import copycat_answer
@@ -96,14 +97,17 @@ class FakeLLMServer(Serving):
         answer: Answerer | Literal["offline", "schema", "placeholder", "copycat"] | None = None,
         dialect: Literal["openai", "llama-cpp"] = "openai",
     ) -> None:
-        if embedding_dim < 1:
-            raise ConfigError(f"embedding_dim must be >= 1, got {embedding_dim}")
-        if isinstance(answer, str) and answer not in ("offline", "schema", "placeholder", "copycat"):
-            raise ConfigError(
-                f"answer must be 'offline', 'schema', 'placeholder', 'copycat' or a function, got {answer!r}"
+        check_int(embedding_dim, "embedding_dim", "FakeLLMServer", minimum=1)
+        if not callable(answer):
+            modes = ("offline", "schema", "placeholder", "copycat")
+            check_choice(
+                answer,
+                "answer",
+                "FakeLLMServer",
+                (*modes, None),
+                expected=f"{', '.join(map(repr, modes))} or a function",
             )
-        if dialect not in DIALECTS:
-            raise ConfigError(f"dialect must be one of {', '.join(map(repr, DIALECTS))}, got {dialect!r}")
+        check_choice(dialect, "dialect", "FakeLLMServer", DIALECTS)
         self._address = (host, port)
         self._seed = seed
         self.embedding_dim = embedding_dim
@@ -238,8 +242,7 @@ class FakeLLMServer(Serving):
         Returns:
             The rule, whose ``hits`` count its answers.
         """
-        if times is not None and times < 1:
-            raise ConfigError(f"times must be >= 1 or None, got {times}")
+        check_int(times, "times", "FakeLLMServer.on", minimum=1, optional=True)
         predicate: Callable[[FakeRequest], bool]
         if isinstance(match, str):
             name = match
@@ -303,8 +306,7 @@ class FakeLLMServer(Serving):
         total = 0.0
         cumulative = []
         for rate, reply in kinds:
-            if not 0.0 <= rate <= 1.0:
-                raise ConfigError(f"fault rates must lie in [0, 1], got {rate}")
+            check_unit(rate, "a fault rate", "FakeLLMServer.faults")
             if rate:
                 total += rate
                 cumulative.append((total, reply))

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ragmetrics._aio import in_notebook
-from ragmetrics.errors import ConfigError, shorten
+from ragmetrics._check import check_int
+from ragmetrics.errors import shorten
 from ragmetrics.integrations._records import (
     Capture,
     References,
@@ -103,8 +104,7 @@ class BackgroundScorer:
         timeout_per_sample_s: float | None = None,
         max_pending: int = 1000,
     ) -> None:
-        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
-            raise ConfigError(f"max_pending must be an int >= 1, got {max_pending!r}")
+        check_int(max_pending, "max_pending", type(self).__name__, minimum=1)
         self.pipeline = EvaluationPipeline(  # each job is a stream of its own: no canaries per job
             metrics,
             concurrency=concurrency,

@@ -12,12 +12,12 @@ guaranteed order (sort by ``index``).
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragmetrics._check import check_int, check_number, check_option_text
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
 from ragmetrics.integrations._ray_bucket import RateBucket
 from ragmetrics.integrations._ray_worker import INDEX_COLUMN, BatchEvaluator, needed_fields
@@ -47,16 +47,13 @@ def _ray() -> Any:
     return ray
 
 
+_TEXT_OR_NONE = "a non-empty string or None"
+
+
 def _rate(name: str, value: Any) -> float | None:
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (math.isfinite(value) and value > 0)
-    ):
-        raise ConfigError(f"{name} must be a finite number > 0 or None, got {value!r}")
-    return float(value)
+    return check_number(value, name, "ClusterRateLimit", low=0, low_open=True, optional=True)
 
 
 class ClusterRateLimit:
@@ -93,8 +90,7 @@ class ClusterRateLimit:
         tpm = _rate("tokens_per_minute", tokens_per_minute)
         burst = _rate("burst_s", burst_s)
         recover = _rate("recover_s", recover_s)
-        if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ConfigError(f"ClusterRateLimit: name must be a non-empty string or None, got {name!r}")
+        check_option_text(name, "name", "ClusterRateLimit", optional=True, expected=_TEXT_OR_NONE)
         ray = _ray()
         self.name = name or f"ragmetrics-rate-limit-{uuid.uuid4().hex[:12]}"
         actor = ray.remote(RateBucket).options(
@@ -232,9 +228,7 @@ def _numbered(ray: Any, ds: Any) -> Any:
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"evaluate_ray(): {name} must be an int >= 1, got {value!r}")
-    return value
+    return check_int(value, name, "evaluate_ray()", minimum=1)
 
 
 def evaluate_ray(
@@ -298,8 +292,7 @@ def evaluate_ray(
     _positive_int("workers", workers)
     _positive_int("batch_size", batch_size)
     _positive_int("max_attempts", max_attempts)
-    if isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or not 0 <= num_cpus < math.inf:
-        raise ConfigError(f"evaluate_ray(): num_cpus must be a number >= 0, got {num_cpus!r}")
+    check_number(num_cpus, "num_cpus", "evaluate_ray()", low=0)
     if rate_limit is not None and (requests_per_minute is not None or tokens_per_minute is not None):
         raise ConfigError(
             "evaluate_ray(): pass rate_limit= or requests_per_minute= / tokens_per_minute=, not both"

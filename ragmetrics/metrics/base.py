@@ -10,11 +10,11 @@ them). RAG metrics and evaluators return the one result shape, ``MetricResult``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from ragmetrics._check import check_unit
 from ragmetrics.errors import ConfigError, InvalidInputError, shorten
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult
@@ -173,13 +173,7 @@ def check_threshold(threshold: float | None, owner: str) -> float | None:
     Raises:
         ConfigError: The threshold is not a finite number in [0, 1].
     """
-    if threshold is None:
-        return None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or math.isnan(threshold):
-        raise ConfigError(f"{owner}: threshold must be a number in [0, 1] or None, got {threshold!r}")
-    if not 0.0 <= threshold <= 1.0:
-        raise ConfigError(f"{owner}: threshold must lie in [0, 1], got {threshold}")
-    return float(threshold)
+    return check_unit(threshold, "threshold", owner, optional=True)
 
 
 def passed_at(score: float | None, threshold: float | None) -> bool | None:

@@ -15,13 +15,13 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import BatchPendingError, ConfigError
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.providers.batch_api import BatchAPI, Intent, batch_api_for
@@ -94,16 +94,10 @@ class BatchOptions:
     notify: Callable[[str], Any] | None = None
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.poll_interval_s, int | float) and 0 <= self.poll_interval_s < math.inf):
-            raise ConfigError(f"BatchOptions: poll_interval_s must be >= 0, got {self.poll_interval_s!r}")
-        if self.max_wait_s is not None and not (
-            isinstance(self.max_wait_s, int | float) and self.max_wait_s >= 0
-        ):
-            raise ConfigError(f"BatchOptions: max_wait_s must be >= 0 or None, got {self.max_wait_s!r}")
+        check_number(self.poll_interval_s, "poll_interval_s", "BatchOptions", low=0)
+        check_number(self.max_wait_s, "max_wait_s", "BatchOptions", low=0, optional=True)
         for name, low in (("max_rounds", 2), ("resubmits", 0), ("max_requests", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"BatchOptions: {name} must be an int >= {low}, got {value!r}")
+            check_int(getattr(self, name), name, "BatchOptions", minimum=low)
 
     def folder(self) -> Path:
         """The ledger folder."""

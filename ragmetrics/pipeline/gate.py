@@ -9,11 +9,11 @@ unscored than ``max_unscored`` allows: a whole number is a count, a decimal or a
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.pipeline.records import EvaluationResult
 from ragmetrics.pipeline.report import MetricAggregate, Report
@@ -38,17 +38,10 @@ class UnscoredLimit:
     def __post_init__(self) -> None:
         if (self.count is None) == (self.share is None):
             raise ConfigError("max_unscored: give either a count of samples or a share, not both")
-        if self.count is not None and (
-            isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0
-        ):
-            raise ConfigError(f"max_unscored: a count must be a whole number >= 0, got {self.count!r}")
-        if self.share is not None and not (
-            isinstance(self.share, (int, float))
-            and not isinstance(self.share, bool)
-            and math.isfinite(self.share)
-            and 0.0 <= self.share <= 1.0
-        ):
-            raise ConfigError(f"max_unscored: a share must be a number in [0, 1], got {self.share!r}")
+        if self.count is not None:
+            check_int(self.count, "a count", "max_unscored", minimum=0)
+        if self.share is not None:
+            check_number(self.share, "a share", "max_unscored", low=0, high=1)
 
     @classmethod
     def of(cls, value: UnscoredLimit | int | float | str) -> UnscoredLimit:

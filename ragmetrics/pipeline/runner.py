@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_callable, check_int, check_number
 from ragmetrics.errors import ConfigError, InvalidInputError
 from ragmetrics.judge import metering
 from ragmetrics.judge.cache import CachingJudge
@@ -160,38 +160,15 @@ class EvaluationPipeline:
                 f"EvaluationPipeline: metric names must be unique, got {dupes} twice; "
                 "results are keyed by name"
             )
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(f"EvaluationPipeline: concurrency must be an int >= 1, got {concurrency!r}")
-        if timeout_per_sample_s is not None and not (
-            isinstance(timeout_per_sample_s, (int, float)) and timeout_per_sample_s > 0
-        ):
-            raise ConfigError(
-                f"EvaluationPipeline: timeout_per_sample_s must be > 0 or None, got {timeout_per_sample_s!r}"
-            )
-        if max_cost_usd is not None and not (
-            isinstance(max_cost_usd, (int, float)) and max_cost_usd >= 0 and math.isfinite(max_cost_usd)
-        ):
-            raise ConfigError(
-                f"EvaluationPipeline: max_cost_usd must be a number >= 0 or None, got {max_cost_usd!r}"
-            )
-        if max_calls is not None and (
-            isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0
-        ):
-            raise ConfigError(f"EvaluationPipeline: max_calls must be an int >= 0 or None, got {max_calls!r}")
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-            raise ConfigError(f"EvaluationPipeline: repeats must be an int >= 1, got {repeats!r}")
-        if judge_health_min is not None and (
-            isinstance(judge_health_min, bool)
-            or not isinstance(judge_health_min, (int, float))
-            or not 0 <= judge_health_min <= 1
-        ):
-            raise ConfigError(
-                "EvaluationPipeline: judge_health_min must be a number in [0, 1] or None, "
-                f"got {judge_health_min!r}"
-            )
+        owner = "EvaluationPipeline"
+        check_int(concurrency, "concurrency", owner, minimum=1)
+        check_number(timeout_per_sample_s, "timeout_per_sample_s", owner, low=0, low_open=True, optional=True)
+        check_number(max_cost_usd, "max_cost_usd", owner, low=0, optional=True)
+        check_int(max_calls, "max_calls", owner, minimum=0, optional=True)
+        check_int(repeats, "repeats", owner, minimum=1)
+        check_number(judge_health_min, "judge_health_min", owner, low=0, high=1, optional=True)
         for cb in callbacks:
-            if not callable(cb):
-                raise ConfigError(f"EvaluationPipeline: callbacks must be callables, got {type(cb).__name__}")
+            check_callable(cb, "callbacks", owner, expected="callables")
         self.concurrency = concurrency
         self.timeout_per_sample_s = timeout_per_sample_s
         self.max_cost_usd = max_cost_usd

@@ -11,9 +11,7 @@ so. A ``score`` drop explained by named metrics of the same case is counted once
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from numbers import Real
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -171,11 +169,7 @@ def _resolve_thresholds(
     for key, value in (thresholds or {}).items():
         if key not in known:
             raise ConfigError(f"threshold for unknown metric {key!r}; known: {', '.join(sorted(known))}")
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value)
-        ):
-            raise ConfigError(f"threshold for {key!r} must be a finite number or None, got {value!r}")
-        merged[key] = None if value is None else float(value)
+        merged[key] = check_number(value, f"threshold for {key!r}", "compare", optional=True)
     return merged
 
 

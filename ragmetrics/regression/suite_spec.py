@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ragmetrics._check import check_choice
 from ragmetrics.errors import ConfigError, InvalidInputError, RagMetricsError, shorten
 from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
 from ragmetrics.metrics.aliases import METRIC_ALIASES, canonical_metric_name, did_you_mean
@@ -86,8 +87,7 @@ class Case:
             raise ConfigError(
                 f"case {self.id or '?'}: input must be a string, got {type(self.input).__name__}"
             )
-        if self.passing not in ("all", "any"):
-            raise ConfigError(f"case {self.id or '?'}: passing must be 'all' or 'any', got {self.passing!r}")
+        check_choice(self.passing, "passing", f"case {self.id or '?'}", ("all", "any"))
         if self.contexts is not None:
             if isinstance(self.contexts, str) or not isinstance(self.contexts, Sequence):
                 raise ConfigError(f"case {self.id or '?'}: contexts must be a list of strings")

@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ragmetrics._check import check_int
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge.offline.stopwords import content_tokens
 from ragmetrics.judge.offline.text import tokenize
@@ -164,8 +165,7 @@ def plan_slots(
     Raises:
         ConfigError: A bad mix or style, no chunks, or a size below 1.
     """
-    if size < 1:
-        raise ConfigError(f"size must be >= 1, got {size}")
+    check_int(size, "size", "plan_slots()", minimum=1)
     if not chunks:
         raise ConfigError("no chunks to generate from: the documents are empty")
     bad = [s for s in styles if s not in STYLES]

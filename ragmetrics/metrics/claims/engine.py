@@ -19,6 +19,7 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
+from ragmetrics._check import check_choice
 from ragmetrics._textnorm import CHARS_PER_TOKEN, estimate_tokens, normalize_for_match
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import JudgeRequest, Message
@@ -136,8 +137,7 @@ class ClaimTask:
     def __post_init__(self) -> None:
         if self.also is not None and (self.split != "answer" or self.against != "contexts"):
             raise ConfigError("ClaimTask: also='reference' goes with split='answer', against='contexts'")
-        if self.per_context not in (0, 1, 2):
-            raise ConfigError(f"ClaimTask: per_context must be 0, 1 or 2, got {self.per_context!r}")
+        check_choice(self.per_context, "per_context", "ClaimTask", (0, 1, 2))
 
     @property
     def v2(self) -> bool:

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_int
 from ragmetrics._version import __version__
-from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError, NoScoreError
+from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.failure import failure_from
 from ragmetrics.judge import Judge
 from ragmetrics.metrics._judged import JudgeHolder
@@ -249,9 +250,9 @@ class ClaimMetric(JudgeHolder):
             ConfigError: Bad threshold or budget, or a malformed spec (checked at once).
         """
         self.threshold = check_threshold(threshold, type(self).__name__)
-        if not isinstance(context_budget_tokens, int) or context_budget_tokens < 64:
-            raise ConfigError(f"{type(self).__name__}: context_budget_tokens must be an int >= 64")
-        self.context_budget_tokens = context_budget_tokens
+        self.context_budget_tokens = check_int(
+            context_budget_tokens, "context_budget_tokens", type(self).__name__, minimum=64
+        )
         self._shared_task: ClaimTask | None = None
         self._init_judge(type(self).__name__, llm, cache, judge_options)
 

@@ -174,8 +174,7 @@ class LLMJudgeEvaluator(_JudgedEvaluator):
     ) -> None:
         super().__init__(llm, threshold=threshold, negate=negate, cache=cache, judge_options=judge_options)
         if prompt is not None:
-            if not isinstance(prompt, str) or not prompt.strip():
-                raise ConfigError(f"llm_judge: prompt must be a non-empty template string, got {prompt!r}")
+            check_option_text(prompt, "prompt", "llm_judge", expected="a non-empty template string")
             missing = [f"{{{f}}}" for f in _TEMPLATE_FIELDS if f"{{{f}}}" not in prompt]
             if missing:
                 raise ConfigError(f"llm_judge: the prompt template must contain {', '.join(missing)}")
