@@ -31,6 +31,7 @@ __all__ = [
     "check_seconds",
     "check_unit",
     "config_error",
+    "env_number",
     "nesting_depth",
 ]
 
@@ -57,6 +58,27 @@ def config_error(
     """
     text = f"{owner}: {option} must be {expected}, got {shorten(repr(got), 120)}"
     return ConfigError(f"{text}; {hint}" if hint else text)
+
+
+def env_number(var: str, text: str, *, whole: bool = False) -> float:
+    """The number an environment variable's text holds: a whole number >= 1, or seconds > 0.
+
+    Args:
+        var: The variable's name, for the message.
+        text: Its text (stripped, not empty).
+        whole: Whether it must be a whole number >= 1 (a count) rather than a finite number > 0.
+
+    Raises:
+        ConfigError: ``environment variable <var> must be <expected>, got '<text>'``.
+    """
+    try:
+        value: float = int(text) if whole else float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and (value >= 1 if whole else value > 0)):
+        expected = "a whole number >= 1" if whole else "a finite number > 0 (seconds)"
+        raise ConfigError(f"environment variable {var} must be {expected}, got {shorten(repr(text), 120)}")
+    return value
 
 
 def check_flag(value: object, option: str, owner: str) -> bool:

@@ -99,3 +99,31 @@ def test_choices_and_callables():
     assert check_callable(print, "callbacks", "p") is print
     with pytest.raises(ConfigError, match="p: callbacks must be callables, got int"):
         check_callable(3, "callbacks", "p", expected="callables")
+
+
+def test_no_module_checks_a_number_by_hand():
+    # The hand-written form the shared validators replaced: `if isinstance(x, bool) or not isinstance(x, int)
+    # ...: raise ConfigError(...)` (or a math.isfinite / math.isnan test), each with its own message.
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "ragmetrics"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "_check.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            raises = isinstance(node, ast.If) and any(
+                isinstance(s, ast.Raise)
+                and isinstance(s.exc, ast.Call)
+                and getattr(s.exc.func, "id", None) in ("ConfigError", "InvalidInputError")
+                for s in node.body
+            )
+            if not raises:
+                continue
+            test = ast.unparse(node.test)  # type: ignore[attr-defined]
+            by_hand = "math.isfinite" in test or "math.isnan" in test
+            by_hand |= ", bool)" in test and any(t in test for t in ("int", "float", "Real"))
+            if by_hand:
+                found.append(f"{path.relative_to(package)}:{node.lineno}: {test[:80]}")
+    assert found == [], "use ragmetrics._check (check_int, check_number, check_unit...)"

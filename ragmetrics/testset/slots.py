@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ragmetrics._check import check_int
+from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge.offline.stopwords import content_tokens
 from ragmetrics.judge.offline.text import tokenize
@@ -66,8 +66,8 @@ def normalise_mix(mix: Mapping[str, float] | None) -> dict[str, float]:
     unknown = sorted(set(mix) - set(KINDS))
     if unknown:
         raise ConfigError(f"mix: unknown kind(s) {unknown}; the kinds are {', '.join(KINDS)}")
-    if any(not isinstance(w, (int, float)) or w < 0 or math.isnan(w) for w in mix.values()):
-        raise ConfigError(f"mix: weights must be numbers >= 0, got {mix}")
+    for kind, weight in mix.items():
+        check_number(weight, f"the weight of {kind}", "mix", low=0)
     total = sum(mix.values())
     if total <= 0:
         raise ConfigError("mix: at least one kind needs a positive weight")
