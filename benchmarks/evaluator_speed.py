@@ -39,6 +39,11 @@ from ragmetrics.metrics.evaluators.factory import make_evaluator
 from ragmetrics.metrics.evaluators.overlap import bleu_score, bleu_tokens, rouge_l
 from ragmetrics.metrics.evaluators.text import levenshtein_similarity, token_f1
 
+# Caps measured for the text evaluators (moved from ragmetrics/metrics/evaluators/text.py and overlap.py):
+# regex compiling unrolls minimum repetition counts (a{1000000}: 0.6 s, 270 MB), so MAX_REGEX_SIZE bounds
+# them; the costliest accepted patterns compile in under 0.5 s and 130 MB; matching memory grows with the
+# output and capture groups (at most ~160 MB at the caps). levenshtein at max_chars 50,000 (random CJK):
+# ~0.5 s, 100,000 chars ~1.3 s. rouge at max_chars 200,000 (random two-character tokens): ~0.7 s.
 WORDS = (
     "the a of to and in is that it for on was with as by at this be from are or have not an they which "
     "one you had but were all we when there can more if no out so said what up its about into than them "

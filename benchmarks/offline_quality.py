@@ -69,6 +69,12 @@ DEFAULT_DATA = DATA_DIR / "faithfulness_dev.jsonl"
 DEFAULT_RELEVANCY_DATA = DATA_DIR / "relevancy_dev.jsonl"
 RESULTS = ROOT / "benchmarks" / "results"
 
+# The offline judge's constants (moved from ragmetrics/judge/offline/judge.py): SUPPORT_CENTRE 0.6 is the
+# raw support at which about half of the one-claim BEGIN answers are faithful; scale 0.1 makes raw 0.4 a 12%
+# and raw 0.8 a 90% chance. Share found faithful by support bin: 0-0.2 9%, 0.2-0.4 36%, 0.4-0.6 2 of 6,
+# 0.6-0.8 58%, 0.8-1 97%. Neighbouring choices (centre 0.5-0.65, scale 0.05-0.2, three or four features,
+# caps 0-0.3) move AUROC by about 0.01 (noise at n=300). offline+semantic (MiniLM): faithfulness AUROC
+# 0.942 / 0.733 (BEGIN / ExpertQA) against 0.942 / 0.737 without, at ~0.25 s instead of 2 ms per record.
 THRESHOLD_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9)
 """Round numbers a threshold is chosen from (best overall balanced accuracy on the dev set)."""
 

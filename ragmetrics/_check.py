@@ -12,7 +12,7 @@ everywhere alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from numbers import Real
 from typing import Any
 
@@ -20,6 +20,8 @@ from ragmetrics.errors import ConfigError, InvalidInputError, shorten
 
 __all__ = [
     "MAX_NESTING",
+    "check_callable",
+    "check_choice",
     "check_field",
     "check_flag",
     "check_int",
@@ -27,7 +29,9 @@ __all__ = [
     "check_number",
     "check_option_text",
     "check_seconds",
+    "check_unit",
     "config_error",
+    "env_number",
     "nesting_depth",
 ]
 
@@ -56,6 +60,27 @@ def config_error(
     return ConfigError(f"{text}; {hint}" if hint else text)
 
 
+def env_number(var: str, text: str, *, whole: bool = False) -> float:
+    """The number an environment variable's text holds: a whole number >= 1, or seconds > 0.
+
+    Args:
+        var: The variable's name, for the message.
+        text: Its text (stripped, not empty).
+        whole: Whether it must be a whole number >= 1 (a count) rather than a finite number > 0.
+
+    Raises:
+        ConfigError: ``environment variable <var> must be <expected>, got '<text>'``.
+    """
+    try:
+        value: float = int(text) if whole else float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and (value >= 1 if whole else value > 0)):
+        expected = "a whole number >= 1" if whole else "a finite number > 0 (seconds)"
+        raise ConfigError(f"environment variable {var} must be {expected}, got {shorten(repr(text), 120)}")
+    return value
+
+
 def check_flag(value: object, option: str, owner: str) -> bool:
     """``value`` if it is a bool.
 
@@ -68,13 +93,23 @@ def check_flag(value: object, option: str, owner: str) -> bool:
 
 
 def check_int(
-    value: object, option: str, owner: str, *, minimum: int | None = None, maximum: int | None = None
+    value: object,
+    option: str,
+    owner: str,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    optional: bool = False,
 ) -> int:
     """``value`` if it is an integer (not a bool) within ``[minimum, maximum]``.
+
+    With ``optional``, None passes too (and is returned as it is).
 
     Raises:
         ConfigError: Not an integer, or out of bounds.
     """
+    if value is None and optional:
+        return value  # type: ignore[return-value]
     if minimum is not None and maximum is not None:
         expected = f"an integer in [{minimum}, {maximum}]"
     elif minimum is not None:
@@ -83,6 +118,8 @@ def check_int(
         expected = f"an integer <= {maximum}"
     else:
         expected = "an integer"
+    if optional:
+        expected += " or None"
     if (
         isinstance(value, bool)
         or not isinstance(value, int)
@@ -103,6 +140,7 @@ def check_number(
     low_open: bool = False,
     high_open: bool = False,
     expected: str | None = None,
+    optional: bool = False,
 ) -> float:
     """``value`` as a float if it is a finite real number (not a bool) within the bounds.
 
@@ -115,10 +153,13 @@ def check_number(
         low_open: Whether ``low`` itself is refused.
         high_open: Whether ``high`` itself is refused.
         expected: The noun phrase for the message (default: built from the bounds).
+        optional: Whether None passes too (returned as it is; the default message says ``or None``).
 
     Raises:
         ConfigError: Not a finite number, or out of bounds.
     """
+    if value is None and optional:
+        return value  # type: ignore[return-value]
     if expected is None:
         if low is not None and high is not None:
             expected = f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
@@ -128,6 +169,8 @@ def check_number(
             expected = f"a number {'<' if high_open else '<='} {high:g}"
         else:
             expected = "a finite number"
+        if optional:
+            expected += " or None"
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise config_error(owner, option, expected, value)
     number = float(value)
@@ -148,14 +191,79 @@ def check_seconds(value: object, option: str, owner: str, *, maximum: float = 60
     return check_number(value, option, owner, low=0.0, high=maximum, low_open=True, expected=expected)
 
 
-def check_option_text(value: object, option: str, owner: str) -> str:
+def check_unit(value: object, option: str, owner: str, *, optional: bool = False) -> float:
+    """``value`` as a float if it is a number in [0, 1] (a pass mark, a share, a rate).
+
+    With ``optional``, None passes too (and is returned as it is).
+
+    Raises:
+        ConfigError: Not a finite number (``must be a number in [0, 1]``), or outside [0, 1] (``must lie
+            in [0, 1]``).
+    """
+    if value is None and optional:
+        return value  # type: ignore[return-value]
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise config_error(owner, option, "a number in [0, 1]" + (" or None" if optional else ""), value)
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise ConfigError(f"{owner}: {option} must lie in [0, 1], got {shorten(repr(value), 120)}")
+    return number
+
+
+def check_option_text(
+    value: object, option: str, owner: str, *, optional: bool = False, expected: str = "a non-empty string"
+) -> str:
     """``value`` if it is a string with something other than whitespace in it.
+
+    Args:
+        value: The value.
+        option: The setting's name.
+        owner: What it belongs to.
+        optional: Whether None passes too (returned as it is).
+        expected: The noun phrase for the message.
 
     Raises:
         ConfigError: Not a string, or blank.
     """
+    if value is None and optional:
+        return value  # type: ignore[return-value]
     if not isinstance(value, str) or not value.strip():
-        raise config_error(owner, option, "a non-empty string", value)
+        raise config_error(owner, option, expected, value)
+    return value
+
+
+def check_choice(
+    value: object, option: str, owner: str, choices: Iterable[object], *, expected: str | None = None
+) -> Any:
+    """``value`` if it equals one of ``choices`` (a bool never stands for 0 or 1).
+
+    Raises:
+        ConfigError: Anything else; the message lists the choices (or says ``expected``).
+    """
+    allowed = tuple(choices)
+    if isinstance(value, bool) and not any(isinstance(c, bool) for c in allowed):
+        ok = False
+    else:
+        try:
+            ok = value in allowed
+        except TypeError:  # an unhashable or incomparable value is no choice
+            ok = False
+    if not ok:
+        if expected is None:
+            *first, last = [repr(c) for c in allowed]
+            expected = f"{', '.join(first)} or {last}" if first else last
+        raise config_error(owner, option, expected, value)
+    return value
+
+
+def check_callable(value: object, option: str, owner: str, *, expected: str = "a callable") -> Any:
+    """``value`` if it can be called.
+
+    Raises:
+        ConfigError: It cannot; the message shows its type, not its value.
+    """
+    if not callable(value):
+        raise ConfigError(f"{owner}: {option} must be {expected}, got {type(value).__name__}")
     return value
 
 

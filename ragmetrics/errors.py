@@ -1,29 +1,15 @@
-"""The one exception hierarchy of ragmetrics.
+"""The one exception hierarchy, the result statuses and the message helpers (shorten, redact, printable).
 
-Every error the package raises on purpose derives from :class:`RagMetricsError`::
+Messages say what failed, for which input, why, and what to do; the adapters translate SDK errors::
 
     RagMetricsError
-    ├── ConfigError               a setting, spec string or constructor argument is wrong
-    ├── InvalidInputError         a sample field has the wrong type or value (also a ValueError)
-    ├── PromptError               a prompt file is missing, edited in place, or rendered with bad variables
-    ├── JudgeError                an LLM call failed for good (provider, model, attempts, status)
-    │   └── JudgeOutputError      the judge answered, but not with usable output (last reply, problems)
-    ├── NoScoreError              a metric produced no score (carries the result's status and message)
-    ├── BatchPendingError         a batch run stopped waiting with provider batches unfinished (resume it)
-    ├── CacheError                the disk cache could not be opened or written
-    ├── SnapshotError             a snapshot is missing, corrupt, foreign or named unsafely
+    ├── ConfigError, PromptError, CacheError, SnapshotError, NoScoreError, BatchPendingError
+    ├── InvalidInputError         a sample field is wrong (also a ValueError)
+    ├── JudgeError                an LLM call failed for good
+    │   └── JudgeOutputError      the judge answered, but not with usable output
     ├── MissingDependencyError    an optional extra is not installed (also an ImportError)
-    └── ExportError               scores could not be sent on (an OpenTelemetry collector refused them)
-
-Warnings derive from :class:`RagMetricsWarning` (a ``UserWarning``)::
-
-    RagMetricsWarning
-    └── OfflineJudgeWarning       no judge was configured, so the offline heuristic judge is scoring
-
-Messages say what failed, for which input, why, and what to do. SDK exceptions are translated in
-the adapters that call the SDKs (``raise ... from exc``); nothing above the judge layer sees them.
-The text of messages is shaped here too: :func:`shorten`, :func:`redact`, and :func:`printable`, which
-shows control, bidi and surrogate characters from untrusted data as visible escapes before they print.
+    └── ExportError               scores could not be sent on
+    RagMetricsWarning (a UserWarning) └── OfflineJudgeWarning
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
 """pytest plugin: eval cases as test items (registered through the ``pytest11`` entry point ``ragmetrics``).
 
-When pytest is pointed at eval files (``eval_*.py`` / ``*_eval.py``) or at folders holding them, each
-``@eval_case`` function defined there becomes a test item. Async cases are run by the plugin itself
-(no pytest-asyncio needed), and the verdict is the one ``ragmetrics test`` gives: the same code
-judges both. A failure message shows score, cost and latency with their bounds and every bound
-broken by how much. Tags become keywords (``-k rag``); every case carries the ``eval_case`` marker.
-
-Ordinary test collection is left alone:
-
-* Eval files are collected only when named on the command line, directly or through a folder
-  (``pytest tests/evals/``), so a bare ``pytest`` run never spends money on LLM evals; set the ini
-  option ``ragmetrics_evals = always`` to collect them in every run, or ``never`` to switch off.
-* A file that does not mention ``eval_case`` is never imported by this plugin.
-* Only functions marked with ``eval_case`` in eval files are taken over; ``test_*`` functions there
-  are collected by pytest as usual, and a marked ``test_*`` function is collected once, as an eval
-  case. Files pytest collects itself (``test_*.py``) are not touched.
-
-Regression gating works as in ``ragmetrics test``: ``--ragmetrics-save NAME`` saves the eval cases'
-results as snapshot NAME at the end of the session; ``--ragmetrics-compare NAME`` compares them with
-snapshot NAME and prints the comparison; with ``--ragmetrics-fail-on-regression`` a last test item,
-``ragmetrics-regression-gate``, fails listing every counted regression (so pytest's exit code, its
-summary and ``--junitxml`` agree). ``--ragmetrics-alpha``, ``--ragmetrics-regression-threshold``,
-``--ragmetrics-snapshot-dir`` and ``--ragmetrics-warm-latency`` mean what ``--alpha``,
-``--regression-threshold``, ``--snapshot-dir`` and ``--warm-latency`` mean there; the comparison is
-the same function (:func:`ragmetrics.regression.case_gate.gate_run`). ``--ragmetrics-allow-judge-url``,
-``--ragmetrics-allow-suite-cache`` and ``--ragmetrics-allow-suite-settings`` let suite files that eval
-cases load name what ``ragmetrics test --allow-...`` lets them (see
-:mod:`ragmetrics.regression.suite_trust`). ``--ragmetrics-judge-health-min`` and
-``--ragmetrics-no-judge-gate`` set or turn off the judge gate (a case whose judge is not reading its
-inputs fails), as ``--judge-health-min`` and ``--no-judge-gate`` do there.
-
-Importing this module is cheap: ragmetrics' case machinery is imported only once an eval file is met.
+Each ``@eval_case`` function in eval files (``eval_*.py`` / ``*_eval.py``) named on the command line,
+directly or through a folder, becomes a test item judged as ``ragmetrics test`` judges it; a bare
+``pytest`` run never collects them (ini option ``ragmetrics_evals = always|never`` changes that).
+Files that do not mention ``eval_case`` are never imported, and ordinary test collection is left alone.
+The ``--ragmetrics-*`` options mirror ``ragmetrics test``'s: save and compare snapshots, and with
+``--ragmetrics-fail-on-regression`` a last item, ``ragmetrics-regression-gate``, fails on regressions
+(through :func:`ragmetrics.regression.case_gate.gate_run`). Importing this module is cheap.
 """
 
 from __future__ import annotations

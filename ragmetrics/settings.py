@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal
 
+from ragmetrics._check import env_number
 from ragmetrics.errors import ConfigError
 
 __all__ = [
@@ -120,14 +121,7 @@ def _judge_options_from_env() -> dict[str, object]:
         text = os.environ.get(var, "").strip()
         if not text:
             continue
-        try:
-            value: float = int(text) if name == "max_attempts" else float(text)
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and (value >= 1 if name == "max_attempts" else value > 0)):
-            kind = "a whole number >= 1" if name == "max_attempts" else "a finite number > 0 (seconds)"
-            raise ConfigError(f"environment variable {var} must be {kind}, got {text!r}")
-        options[name] = value
+        options[name] = env_number(var, text, whole=name == "max_attempts")
     return options
 
 
@@ -432,16 +426,7 @@ def export_timeout_s() -> float:
     text = os.environ.get("RAGMETRICS_EXPORT_TIMEOUT_S", "").strip()
     if not text:
         return EXPORT_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ConfigError(
-            "environment variable RAGMETRICS_EXPORT_TIMEOUT_S must be a finite number > 0 (seconds), "
-            f"got {text!r}"
-        )
-    return value
+    return env_number("RAGMETRICS_EXPORT_TIMEOUT_S", text)
 
 
 def prices_file() -> Path | None:

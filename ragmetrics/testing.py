@@ -1,69 +1,14 @@
 """A fake LLM provider on a real loopback socket, for tests, benchmarks and users' own CI.
 
-:class:`FakeLLMServer` owns a threaded HTTP server on ``127.0.0.1`` (port 0, a background daemon
-thread) that the real ``openai`` and ``anthropic`` SDKs, and instructor on top of them, talk to over
-real HTTP through ``base_url``. It speaks OpenAI Chat Completions (``/v1/chat/completions``),
-Anthropic Messages (``/v1/messages``), OpenAI embeddings (``/v1/embeddings``) and model listings
-(``GET /v1/models``), and both providers' batch APIs: OpenAI's Batch API (``/v1/files`` uploads,
-``/v1/batches``, output and error files) and Anthropic's Message Batches (``/v1/messages/batches``
-and its results), whose requests are answered as the same requests in real time would be, when the
-batch ends (see :meth:`FakeLLMServer.batch_plan`). The wire formats, the transport and the request
-handling live in the private :mod:`ragmetrics._fake` package.
-
-What answers a request, first match wins:
-
-1. a rule added with :meth:`FakeLLMServer.on` whose predicate matches it;
-2. the next reply queued with :meth:`FakeLLMServer.enqueue` (chat and messages requests only);
-3. a random fault drawn from :meth:`FakeLLMServer.faults`, when set (POST requests only);
-4. the default answer: ragmetrics' own prompts are answered by the offline judge. The response
-   schema's name (tool, function or ``json_schema`` name, or the schema's title in JSON modes) names the
-   task (``ClaimExtraction`` -> ``claims.extract``), the variables are read back from the rendered user
-   message, and ``ragmetrics.judge.offline.judge.answer(task, variables)`` gives the JSON. A schema with no
-   task and no script gets HTTP 400. Embeddings are hashed bags of words, deterministic and normalised.
-
-With ``FakeLLMServer(answer="schema")`` the default answer ignores the prompt and is an arbitrary
-instance valid under the request's JSON schema, the way a constrained-decoding server answers when
-the model understands nothing: ``const`` or the first ``enum`` value, the first ``anyOf``/``oneOf``
-branch, numbers at their minimum (``exclusiveMinimum`` and ``multipleOf`` respected), booleans false,
-arrays at ``minItems``, objects with every required property and a seeded draw of the optional ones,
-local ``$ref``/``$defs`` followed, strings made of words drawn from the user messages and fitted to
-``minLength``/``maxLength``. The schema is found wherever the request carries it: OpenAI ``tools``
-(the one ``tool_choice`` names, strict or not) and legacy ``functions``, ``response_format`` of type
-``json_schema``, llama-cpp-python's ``{"type": "json_object", "schema": ...}``, a JSON schema in the
-prompt (instructor's JSON modes), Anthropic ``tools`` (``input_schema``) and ``output_format``; the
-reply comes in the form asked for (tool call, ``tool_use`` block or content). No schema: HTTP 400.
-The draws are seeded by ``seed`` and the request's content, so a request gets the same instance
-whatever else runs concurrently. Not understood (and so possibly violated): ``pattern``, ``not``,
-``if``/``then``/``else``, ``contains``, ``patternProperties``; a schema that nests deeper than 64
-levels or would need more than 10,000 values gets HTTP 400. ``FakeLLMServer(answer="placeholder")``
-fills the same schemas as a generic mock API server does, never reading the prompt: every string
-``"string"``, numbers at their minimum (0), booleans true, the first enum value, one array item.
-``FakeLLMServer(answer="copycat")`` extracts claims as the offline judge does but answers every
-verification ``supported``, quoting a random real sentence of the cited context (so every span and quote
-is found), except the bundled canary, which it answers honestly: only canaries drawn from the run's own
-rows catch it.
-
-``FakeLLMServer(dialect="llama-cpp")`` answers as llama-cpp-python's server 0.3.x does: HTTP 500
-(``internal_server_error``, ``Input should be 'text' or 'json_object'``) for ``response_format`` type
-``json_schema``; ``{"type": "json_object", "schema": ...}`` accepted; ``tools`` answered with a tool
-call only when ``tool_choice`` names one (otherwise the tools are ignored and the reply is content;
-a named tool that is missing is HTTP 500); no ``/v1/messages`` (HTTP 404). A dialect's refusal is
-sent whatever is scripted, and recorded with ``source="dialect"``.
-
-Token usage is estimated as ``ceil(characters / 4)``, since no tokenizer files can be downloaded:
-prompt tokens over the message texts plus the tool or ``response_format`` JSON schema (providers bill
-the schema as prompt tokens), completion tokens over the returned JSON or content.
-
-Example::
-
-    with FakeLLMServer() as srv:
-        srv.enqueue(FakeReply(status=429, retry_after=0), FakeReply(json={"claims": [], ...}))
-        client = AsyncOpenAI(base_url=srv.openai_base_url, api_key="test")
-        ...
-        assert srv.calls.total() == 2
-
-In pytest, the ``fake_llm_server`` fixture gives one server per test run, reset before each test;
-import it into a ``conftest.py`` (``from ragmetrics.testing import fake_llm_server``).
+:class:`FakeLLMServer` owns a threaded HTTP server on ``127.0.0.1`` (port 0) that the real ``openai``
+and ``anthropic`` SDKs reach through ``base_url``: chat completions, messages, embeddings, model
+listings and both providers' batch APIs. A request is answered by the first match of: a rule added
+with :meth:`FakeLLMServer.on`, a reply queued with :meth:`FakeLLMServer.enqueue`, a random fault from
+:meth:`FakeLLMServer.faults`, then the default answer (ragmetrics' own prompts answered by the offline
+judge; ``answer="schema"``, ``"placeholder"`` or ``"copycat"`` fill the request's JSON schema instead).
+``dialect="llama-cpp"`` mimics that server's refusals. Token usage is ``ceil(characters / 4)``.
+The ``fake_llm_server`` fixture gives one server per test run, reset before each test. The wire
+formats and request handling live in the private :mod:`ragmetrics._fake` package.
 """
 
 from __future__ import annotations
@@ -75,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Literal
 
+from ragmetrics._check import check_choice, check_int, check_unit
 from ragmetrics._fake.batch_wire import FakeBatchPlan, Outcome
 from ragmetrics._fake.batches import BatchStore, FakeBatch
 from ragmetrics._fake.copycat import copycat_answer
@@ -151,14 +97,17 @@ class FakeLLMServer(Serving):
         answer: Answerer | Literal["offline", "schema", "placeholder", "copycat"] | None = None,
         dialect: Literal["openai", "llama-cpp"] = "openai",
     ) -> None:
-        if embedding_dim < 1:
-            raise ConfigError(f"embedding_dim must be >= 1, got {embedding_dim}")
-        if isinstance(answer, str) and answer not in ("offline", "schema", "placeholder", "copycat"):
-            raise ConfigError(
-                f"answer must be 'offline', 'schema', 'placeholder', 'copycat' or a function, got {answer!r}"
+        check_int(embedding_dim, "embedding_dim", "FakeLLMServer", minimum=1)
+        if not callable(answer):
+            modes = ("offline", "schema", "placeholder", "copycat")
+            check_choice(
+                answer,
+                "answer",
+                "FakeLLMServer",
+                (*modes, None),
+                expected=f"{', '.join(map(repr, modes))} or a function",
             )
-        if dialect not in DIALECTS:
-            raise ConfigError(f"dialect must be one of {', '.join(map(repr, DIALECTS))}, got {dialect!r}")
+        check_choice(dialect, "dialect", "FakeLLMServer", DIALECTS)
         self._address = (host, port)
         self._seed = seed
         self.embedding_dim = embedding_dim
@@ -293,8 +242,7 @@ class FakeLLMServer(Serving):
         Returns:
             The rule, whose ``hits`` count its answers.
         """
-        if times is not None and times < 1:
-            raise ConfigError(f"times must be >= 1 or None, got {times}")
+        check_int(times, "times", "FakeLLMServer.on", minimum=1, optional=True)
         predicate: Callable[[FakeRequest], bool]
         if isinstance(match, str):
             name = match
@@ -358,8 +306,7 @@ class FakeLLMServer(Serving):
         total = 0.0
         cumulative = []
         for rate, reply in kinds:
-            if not 0.0 <= rate <= 1.0:
-                raise ConfigError(f"fault rates must lie in [0, 1], got {rate}")
+            check_unit(rate, "a fault rate", "FakeLLMServer.faults")
             if rate:
                 total += rate
                 cumulative.append((total, reply))

@@ -7,12 +7,15 @@ import math
 import pytest
 
 from ragmetrics._check import (
+    check_callable,
+    check_choice,
     check_field,
     check_flag,
     check_int,
     check_number,
     check_option_text,
     check_seconds,
+    check_unit,
     config_error,
 )
 from ragmetrics.errors import ConfigError, InvalidInputError
@@ -63,3 +66,64 @@ def test_sample_fields_name_row_field_expected_and_got():
         check_field(True, "id", (str, int), "a string or an integer")
     with pytest.raises(InvalidInputError, match="field 'contexts' must be a list of strings, got str"):
         check_field("one passage", "contexts", (list, tuple), "a list of strings")
+
+
+def test_optional_settings_take_none_and_say_so():
+    assert check_int(None, "max_calls", "p", minimum=0, optional=True) is None
+    with pytest.raises(ConfigError, match=r"p: max_calls must be an integer >= 0 or None, got -1"):
+        check_int(-1, "max_calls", "p", minimum=0, optional=True)
+    assert check_number(None, "max_wait_s", "b", low=0, optional=True) is None
+    with pytest.raises(ConfigError, match=r"b: max_wait_s must be a number >= 0 or None, got nan"):
+        check_number(math.nan, "max_wait_s", "b", low=0, optional=True)
+    assert check_option_text(None, "name", "r", optional=True) is None
+
+
+def test_pass_marks_and_shares_lie_in_the_unit_interval():
+    assert check_unit(1, "threshold", "rouge") == 1.0
+    assert check_unit(None, "threshold", "rouge", optional=True) is None
+    with pytest.raises(ConfigError, match=r"rouge: threshold must lie in \[0, 1\], got 2"):
+        check_unit(2, "threshold", "rouge")
+    for bad in (math.nan, True, "0.5"):
+        with pytest.raises(ConfigError, match=r"rouge: threshold must be a number in \[0, 1\] or None, got"):
+            check_unit(bad, "threshold", "rouge", optional=True)
+
+
+def test_choices_and_callables():
+    assert check_choice("any", "passing", "case q1", ("all", "any")) == "any"
+    with pytest.raises(ConfigError, match=r"case q1: passing must be 'all' or 'any', got 'some'"):
+        check_choice("some", "passing", "case q1", ("all", "any"))
+    with pytest.raises(ConfigError, match=r"ClaimTask: per_context must be 0, 1 or 2, got True"):
+        check_choice(True, "per_context", "ClaimTask", (0, 1, 2))  # a bool is no number of choices
+    with pytest.raises(ConfigError, match=r"got \[\]"):
+        check_choice([], "level", "to_pandas()", ("samples",))
+    assert check_callable(print, "callbacks", "p") is print
+    with pytest.raises(ConfigError, match="p: callbacks must be callables, got int"):
+        check_callable(3, "callbacks", "p", expected="callables")
+
+
+def test_no_module_checks_a_number_by_hand():
+    # The hand-written form the shared validators replaced: `if isinstance(x, bool) or not isinstance(x, int)
+    # ...: raise ConfigError(...)` (or a math.isfinite / math.isnan test), each with its own message.
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "ragmetrics"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "_check.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            raises = isinstance(node, ast.If) and any(
+                isinstance(s, ast.Raise)
+                and isinstance(s.exc, ast.Call)
+                and getattr(s.exc.func, "id", None) in ("ConfigError", "InvalidInputError")
+                for s in node.body
+            )
+            if not raises:
+                continue
+            test = ast.unparse(node.test)  # type: ignore[attr-defined]
+            by_hand = "math.isfinite" in test or "math.isnan" in test
+            by_hand |= ", bool)" in test and any(t in test for t in ("int", "float", "Real"))
+            if by_hand:
+                found.append(f"{path.relative_to(package)}:{node.lineno}: {test[:80]}")
+    assert found == [], "use ragmetrics._check (check_int, check_number, check_unit...)"

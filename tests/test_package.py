@@ -429,3 +429,22 @@ def test_tests_mirror_the_package_folders():
         if f.name not in WHOLE_PACKAGE_TESTS and f.stem.removeprefix("test_") not in root_modules
     ]
     assert not strays, "\n".join(strays)
+
+
+MAX_MODULE_DOCSTRING_LINES = 12
+
+
+def test_every_module_says_what_it_owns_in_at_most_12_lines():
+    too_long: dict[str, int] = {}
+    missing: list[str] = []
+    for path in sorted((ROOT / "ragmetrics").rglob("*.py")):
+        name = str(path.relative_to(ROOT))
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False)
+        if doc is None or not doc.strip():
+            missing.append(name)
+        elif (lines := len(doc.strip("\n").splitlines())) > MAX_MODULE_DOCSTRING_LINES:
+            too_long[name] = lines
+    assert not missing, f"modules without a docstring: {missing}"
+    assert not too_long, (
+        f"module docstrings over {MAX_MODULE_DOCSTRING_LINES} lines (figures go to benchmarks/): {too_long}"
+    )

@@ -17,8 +17,8 @@ from email import policy
 from email.parser import BytesParser
 from typing import Any, Literal
 
+from ragmetrics._check import check_choice, check_int, check_number
 from ragmetrics._fake.wire import dumps
-from ragmetrics.errors import ConfigError
 
 __all__ = [
     "CUSTOM_ID",
@@ -71,18 +71,10 @@ class FakeBatchPlan:
     edit_line: Callable[[bytes], bytes] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.polls, bool) or not isinstance(self.polls, int) or self.polls < 1:
-            raise ConfigError(f"batch_plan: polls must be an int >= 1, got {self.polls!r}")
-        if self.seconds is not None and not (isinstance(self.seconds, int | float) and self.seconds >= 0):
-            raise ConfigError(f"batch_plan: seconds must be >= 0 or None, got {self.seconds!r}")
-        if (
-            isinstance(self.lose_creates, bool)
-            or not isinstance(self.lose_creates, int)
-            or self.lose_creates < 0
-        ):
-            raise ConfigError(f"batch_plan: lose_creates must be an int >= 0, got {self.lose_creates!r}")
-        if self.outcome not in _OUTCOMES:
-            raise ConfigError(f"batch_plan: outcome must be one of {_OUTCOMES}, got {self.outcome!r}")
+        check_int(self.polls, "polls", "batch_plan", minimum=1)
+        check_number(self.seconds, "seconds", "batch_plan", low=0, optional=True)
+        check_int(self.lose_creates, "lose_creates", "batch_plan", minimum=0)
+        check_choice(self.outcome, "outcome", "batch_plan", _OUTCOMES)
 
 
 @dataclass(slots=True)

@@ -1,24 +1,11 @@
 """The provider batch APIs of the fake LLM server: OpenAI's Batch API and Anthropic's Message Batches.
 
-OpenAI: ``POST /v1/files`` (multipart, ``purpose=batch``, a JSONL file of ``{custom_id, method, url,
-body}`` lines), ``GET /v1/files/{id}`` and ``/v1/files/{id}/content``, ``POST /v1/batches``
-(``input_file_id``, ``endpoint``, ``completion_window``), ``GET /v1/batches/{id}`` (``validating`` ->
-``in_progress`` -> ``finalizing`` -> ``completed``, or ``failed`` / ``expired`` / ``cancelled``) and
-``POST /v1/batches/{id}/cancel``. A finished batch has an ``output_file_id`` (lines ``{id, custom_id,
-response: {status_code, request_id, body}, error: null}`` for the requests answered 200) and an
-``error_file_id`` (the others: a ``response`` with the error status and body, or ``response: null``
-with ``error.code`` ``batch_expired`` / ``batch_cancelled`` for requests never processed).
-
-Anthropic: ``POST /v1/messages/batches`` (``requests: [{custom_id, params}]``), ``GET
-/v1/messages/batches/{id}`` (``processing_status`` ``in_progress`` -> ``ended``, ``request_counts``,
-``results_url``), ``GET .../{id}/results`` (JSONL of ``{custom_id, result: {type: succeeded | errored |
-canceled | expired, ...}}``) and ``POST .../{id}/cancel``.
-
-Each request inside a batch is answered when the batch ends, exactly as the same request sent in real
-time would be (rules, queued replies and faults apply; latency does not), and recorded among the
-server's requests with its ``batch_id`` and ``custom_id``. A ``hang`` or ``drop`` reply leaves the
-request unprocessed: it expires. When a batch ends is set by :class:`FakeBatchPlan` (after N polls or
-T seconds), and so is a batch-wide outcome (``expired``, ``failed``, ``cancelled``).
+OpenAI: ``/v1/files`` (JSONL uploads and contents) and ``/v1/batches`` (create, retrieve, cancel;
+output and error files when finished). Anthropic: ``/v1/messages/batches`` (create, retrieve,
+results, cancel). Each request inside a batch is answered when the batch ends, exactly as the same
+request in real time would be (rules, queued replies and faults apply), and recorded with its
+``batch_id`` and ``custom_id``; a ``hang`` or ``drop`` reply leaves it unprocessed (expired). When a
+batch ends, and any batch-wide outcome, is set by :class:`FakeBatchPlan`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Server dialects of the fake LLM server: how far a real OpenAI-compatible server departs from OpenAI.
 
 ``openai`` (the default) accepts every form of structured output the fake server reads.
-``llama-cpp`` answers as llama-cpp-python's server 0.3.x does (observed on 0.3.36 with FastAPI
-0.165 and a model whose GGUF carries a chat template, i.e. a generic chat format):
-
-- ``response_format`` of any type but ``text`` and ``json_object`` (so the standard ``json_schema``)
-  fails request validation, and its error handler turns that into **HTTP 500** with
-  ``type: internal_server_error`` and the pydantic error in the message (``Input should be 'text' or
-  'json_object'``), not a 400;
-- ``{"type": "json_object", "schema": {...}}`` is accepted (it constrains the reply to the schema);
-- ``tools`` are accepted; a ``tool_choice`` naming a function gets a tool call (the real server also
-  repeats it as ``function_call``), one naming a missing tool gets HTTP 500 ``Tool choice 'X' not
-  found in tools.``, and ``auto``, ``required`` or no ``tool_choice`` ignore the tools: the model
-  writes plain content;
-- there is no Anthropic ``/v1/messages`` route (HTTP 404 ``{"detail": "Not Found"}``).
+``llama-cpp`` answers as llama-cpp-python's server 0.3.x does: ``response_format`` of type
+``json_schema`` fails with HTTP 500 (``Input should be 'text' or 'json_object'``);
+``{"type": "json_object", "schema": ...}`` is accepted; ``tools`` get a tool call only when
+``tool_choice`` names one (a missing one is HTTP 500), otherwise plain content; there is no
+``/v1/messages`` route (HTTP 404).
 """
 
 from __future__ import annotations

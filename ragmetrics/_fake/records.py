@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import ConfigError
 
 __all__ = ["Endpoint", "Faults", "FakeReply", "FakeRequest", "FakeRule", "Source"]
@@ -71,16 +72,13 @@ class FakeReply:
     def __post_init__(self) -> None:
         if self.json is not None and self.content is not None:
             raise ConfigError("FakeReply takes json or content, not both")
-        if not 200 <= self.status <= 599:
-            raise ConfigError(f"FakeReply status must be an HTTP status in 200..599, got {self.status}")
-        if self.delay < 0:
-            raise ConfigError(f"FakeReply delay must be >= 0 seconds, got {self.delay}")
+        check_int(self.status, "status", "FakeReply", minimum=200, maximum=599)
+        check_number(self.delay, "delay", "FakeReply", low=0, expected="a number of seconds >= 0")
         if self.hang and self.drop:
             raise ConfigError("FakeReply cannot both hang and drop")
         if self.body is not None and (self.json is not None or self.content is not None):
             raise ConfigError("FakeReply takes body, or json/content, not both")
-        if self.trickle is not None and not self.trickle > 0:
-            raise ConfigError(f"FakeReply trickle must be > 0 bytes per second, got {self.trickle}")
+        check_number(self.trickle, "trickle", "FakeReply", low=0, low_open=True, optional=True)
         object.__setattr__(self, "headers", MappingProxyType(dict(self.headers)))
 
 

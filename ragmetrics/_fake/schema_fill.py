@@ -1,22 +1,13 @@
 """Any instance of a JSON schema, as a constrained decoder fills it for a model that understands nothing.
 
-:func:`fill` ignores what the prompt asks and walks the schema: ``const``, else the first ``enum``
-value; ``anyOf`` / ``oneOf`` take their first branch, ``allOf`` is merged; local ``$ref`` pointers
-(``#/$defs/...``, ``#/definitions/...``, ``#``) are followed; a list of types takes its first;
-``null`` is null, booleans are false, integers and numbers sit at their minimum (``minimum``,
-``exclusiveMinimum`` in both drafts' forms, ``multipleOf``; 0 when unbounded, clipped to the
-maximum); arrays have ``minItems`` items (``prefixItems`` or tuple ``items`` first); objects have
-every required property and, by the seeded draw, some of the optional ones (plus filler keys up to
-``minProperties`` when ``additionalProperties`` allows); strings are words drawn from the prompt,
-padded or cut to ``minLength`` / ``maxLength`` (a few ``format`` values get a fixed valid string).
-With ``uniqueItems`` the n-th item takes the n-th enum value, the n-th step above the minimum and
-the n-th word, so that items differ. Not understood (and so possibly violated): ``pattern``,
-``not``, ``if``/``then``/``else``, ``contains``, ``patternProperties``, ``dependentRequired``.
-
-The schema is untrusted request data: nesting deeper than :data:`MAX_DEPTH` (a recursive ``$ref``
-included) or a ``$ref`` loop, more than :data:`MAX_NODES` values or :data:`MAX_CHARS` characters of strings,
-more than :data:`MAX_STEPS` resolutions (``allOf`` fanning out through ``$ref``), or numeric bounds
-that overflow a float raise :class:`SchemaFillError` instead of growing without bound.
+:func:`fill` ignores the prompt and walks the schema: ``const`` or the first ``enum`` value, the first
+``anyOf``/``oneOf`` branch, ``allOf`` merged, local ``$ref`` followed, numbers at their minimum,
+booleans false, arrays at ``minItems``, objects with every required property and a seeded draw of the
+optional ones, strings of words drawn from the prompt fitted to their length bounds. Not understood
+(so possibly violated): ``pattern``, ``not``, ``if``/``then``/``else``, ``contains``,
+``patternProperties``, ``dependentRequired``. The schema is untrusted: past :data:`MAX_DEPTH`,
+:data:`MAX_NODES`, :data:`MAX_CHARS` or :data:`MAX_STEPS`, or a ``$ref`` loop, it raises
+:class:`SchemaFillError` instead of growing without bound.
 """
 
 from __future__ import annotations

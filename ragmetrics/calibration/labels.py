@@ -1,20 +1,11 @@
 """Human labels to calibrate against: the label format of ragmetrics' data files, and a plain JSONL.
 
-Two shapes are read, one row per line (or a list of dicts in Python):
-
-* ragmetrics' data format: ``{"question", "answer", "contexts", "label": {"faithful": true|false|null,
-  "relevant": true|false|null, ...}, ...}``. ``faithful`` labels faithfulness and groundedness,
-  ``relevant`` labels relevancy; ``null`` leaves the row out of that metric.
-* a plain JSONL: ``{"question", "answer", "contexts", "label": true|false}`` (also ``1``/``0``,
-  ``"yes"``/``"no"``), one label for every metric calibrated; or ``"label": {"<metric>": true, ...}``.
-
-A label dict is read by the metric's own name first, then by the field above.
-
-A file is read as ``ragmetrics eval`` reads a JSONL dataset (UTF-8 unless ``encoding=`` names another,
-byte order marks honoured, lines up to ``MAX_LINE_BYTES``) and each row is checked as eval checks it
-(field types, lone surrogates, nesting up to ``MAX_NESTING`` levels, an answer present), but here a bad
-row is a ``ConfigError`` naming the file, line and field before any row is scored: the labels are the
-measurement.
+Two shapes are read, one row per line (or a list of dicts): ragmetrics' data format, whose ``label``
+dict is read by the metric's name, else by :data:`LABEL_FIELDS` (``faithful``, ``relevant``...;
+``null`` leaves the row out), and a plain JSONL with one boolean-like ``label`` for every metric. A
+file is read as ``ragmetrics eval`` reads a JSONL dataset and each row checked as eval checks it, but
+a bad row is a ``ConfigError`` naming the file, line and field before any row is scored: the labels
+are the measurement.
 """
 
 from __future__ import annotations

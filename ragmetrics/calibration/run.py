@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_int
 from ragmetrics.calibration import stats
 from ragmetrics.calibration.labels import LabelledRows, load_labels
 from ragmetrics.errors import ConfigError
@@ -229,8 +230,7 @@ async def calibrate(
     if isinstance(judges, str):
         judges = [judges]
     chosen = list(judges) if judges else [default_judge_spec()]
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
-        raise ConfigError(f"calibrate(): bootstrap must be a whole number >= 0, got {bootstrap!r}")
+    check_int(bootstrap, "bootstrap", "calibrate()", minimum=0)
     data: LabelledRows = load_labels(labels, names, encoding=encoding)
     pipeline_options.setdefault("progress", False)
     # calibration measures the judge against labels itself; its calls per label are the labels' own

@@ -1,15 +1,10 @@
 """Framework adapters: score a running LangChain or LlamaIndex RAG app without rewriting it.
 
-- :mod:`ragmetrics.integrations.langchain`: ``RagMetricsCallbackHandler``, a LangChain callback
-  handler (extra ``ragmetrics[langchain]``);
-- :mod:`ragmetrics.integrations.llamaindex`: ``RagMetricsEventHandler`` for LlamaIndex's
-  instrumentation, and ``as_llamaindex_evaluator`` (extra ``ragmetrics[llamaindex]``);
-- :mod:`ragmetrics.integrations.ray`: ``evaluate_ray`` over Ray Data under one cluster-wide
-  ``ClusterRateLimit`` (extra ``ragmetrics[ray]``; import it from there).
-
-Both handlers capture question, retrieved contexts and answer per top-level run, score them in the
-background through the pipeline, and keep :class:`RunResult` records. Importing this package loads
-neither framework; the names below are resolved on first access, and a missing framework raises
+:mod:`ragmetrics.integrations.langchain` (``RagMetricsCallbackHandler``, extra ``langchain``),
+:mod:`ragmetrics.integrations.llamaindex` (``RagMetricsEventHandler``, ``as_llamaindex_evaluator``,
+extra ``llamaindex``) and :mod:`ragmetrics.integrations.ray` (``evaluate_ray``, extra ``ray``; import
+it from there). The handlers score each top-level run in the background through the pipeline and keep
+:class:`RunResult` records. Importing this package loads no framework; a missing one raises
 :class:`~ragmetrics.errors.MissingDependencyError` naming the extra when an adapter is built.
 """
 

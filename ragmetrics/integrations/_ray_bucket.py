@@ -1,20 +1,12 @@
 """One rate limit for a whole Ray cluster: the bucket (a Ray actor) and each worker's gate to it.
 
-:class:`RateBucket` runs as one named Ray actor per quota. It holds the requests-per-minute and
-tokens-per-minute token buckets (a :class:`~ragmetrics.judge.limits.RateLimiter`, so the arithmetic is
-the single-process one) and the cluster's 429 signal: a rate limit seen by any worker halves the
-bucket's rates (recovering linearly over ``recover_s``) and counts a *cut*, which every worker follows
-by halving its own concurrency limit the next time it asks for a request. A 429 that carries a
-Retry-After also holds every worker's next grant until then (at most ``MAX_HOLD_S``).
-
-:class:`ClusterGate` is the worker side: a :class:`~ragmetrics.judge.limits.RateGate` for the judge
-(one actor call per request) that also hooks the judge's
-:class:`~ragmetrics.judge.limits.AdaptiveLimiter` so its 429s reach the bucket.
-
-The bucket keeps no per-worker state (tokens taken are simply spent), so a worker killed half way
-leaks nothing. Requests wait in order of arrival (one lock), so no worker starves.
-
-Nothing here imports ray: the actor class is made remote by ``ragmetrics.integrations.ray``.
+:class:`RateBucket` runs as one named actor per quota: the request and token buckets (a
+:class:`~ragmetrics.judge.limits.RateLimiter`) and the cluster's 429 signal, which halves the rates
+and tells every worker to halve its concurrency; a Retry-After holds every worker's next grant (at
+most ``MAX_HOLD_S``). :class:`ClusterGate` is the worker side, a
+:class:`~ragmetrics.judge.limits.RateGate` that also hooks the judge's
+:class:`~ragmetrics.judge.limits.AdaptiveLimiter`. The bucket keeps no per-worker state. Nothing here
+imports ray: ``ragmetrics.integrations.ray`` makes the actor remote.
 """
 
 from __future__ import annotations

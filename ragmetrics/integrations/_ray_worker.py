@@ -1,20 +1,11 @@
 """What each Ray worker runs: one EvaluationPipeline, fed Ray Data batches, giving back result tables.
 
-:class:`BatchEvaluator` is the callable class of ``map_batches``. Ray builds one per actor; it builds
-one :class:`~ragmetrics.pipeline.runner.EvaluationPipeline` (its judges with their disk cache, retries,
-single-flight and failure statuses), points each judge's rate gate at the cluster's bucket, and runs
-the pipeline on every batch it is given. A batch's rows keep their position in the whole dataset (the
-``__ragmetrics_index`` column added by ``evaluate_ray``), so indices, default ids and error messages
-name the row as a single-process run would. Results are the rows of ``to_pandas()`` as an Arrow table;
-the columns ragmetrics adds get fixed types, so every batch's table has one schema.
-
-A batch whose worker keeps dying (Ray Data restarts the actor and retries the batch without limit)
-is counted at the bucket actor: from its ``max_attempts + 1``-th start its rows come back as error
-rows (status ``provider_error``, a message naming the rows and the crashes) and the run finishes.
-
-Batches run one at a time per actor (Ray hands an async actor several): a pipeline run closes its
-judges' clients when it ends, which must not happen under another run's requests. Within a batch
-the pipeline's own ``concurrency`` applies.
+:class:`BatchEvaluator` is the callable class of ``map_batches``: per actor it builds one
+:class:`~ragmetrics.pipeline.runner.EvaluationPipeline`, points each judge's rate gate at the
+cluster's bucket, and runs the pipeline on each batch, one at a time. Rows keep their position in the
+whole dataset (``__ragmetrics_index``); results are Arrow tables of one fixed schema. A batch whose
+worker keeps dying is counted at the bucket actor and, past ``max_attempts``, comes back as
+``provider_error`` rows.
 """
 
 from __future__ import annotations

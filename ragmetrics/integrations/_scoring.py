@@ -1,19 +1,11 @@
 """Background scoring shared by the framework handlers: captured runs in, :class:`RunResult` records out.
 
-A handler turns each finished top-level run of the app into a :class:`Capture` and calls
-:meth:`BackgroundScorer.submit`, which returns at once. Scoring happens on an event loop:
-
-- the app is async (a loop runs in the thread that finished the run): the work is scheduled on that
-  loop, as a task with a fresh ``contextvars`` context so it is never attributed to the app's run;
-- the app is sync: the work goes to one background thread per scorer, running its own loop.
-
-Each loop has a *lane*: captured runs queue up there and one drain task scores them in batches
-through :class:`~ragmetrics.pipeline.EvaluationPipeline` (shared judges, so the claims of a run are
-extracted once for all metrics; bounded concurrency; the judge cache and retries). Batches on one
-loop run one after another, because a pipeline run closes its judges' clients when it ends.
-
-Failure is data: a judge that fails, a metric or sink that raises, a batch cancelled by its loop
-shutting down -- each ends as a record with a status and errors, never as an exception in the app.
+A handler turns each finished top-level run into a :class:`Capture` and calls
+:meth:`BackgroundScorer.submit`, which returns at once. In an async app the work is scheduled on the
+app's loop (in a fresh ``contextvars`` context); in a sync app it goes to one background thread per
+scorer. Each loop has a lane whose drain task scores queued runs in batches through
+:class:`~ragmetrics.pipeline.EvaluationPipeline`, one batch after another. Failure is data: every
+failure ends as a record with a status and errors, never as an exception in the app.
 """
 
 from __future__ import annotations
@@ -29,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ragmetrics._aio import in_notebook
-from ragmetrics.errors import ConfigError, shorten
+from ragmetrics._check import check_int
+from ragmetrics.errors import shorten
 from ragmetrics.integrations._records import (
     Capture,
     References,
@@ -111,8 +104,7 @@ class BackgroundScorer:
         timeout_per_sample_s: float | None = None,
         max_pending: int = 1000,
     ) -> None:
-        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
-            raise ConfigError(f"max_pending must be an int >= 1, got {max_pending!r}")
+        check_int(max_pending, "max_pending", type(self).__name__, minimum=1)
         self.pipeline = EvaluationPipeline(  # each job is a stream of its own: no canaries per job
             metrics,
             concurrency=concurrency,

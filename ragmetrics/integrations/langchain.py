@@ -1,35 +1,13 @@
 """LangChain adapter: a callback handler that scores each run of a RAG chain in the background.
 
-::
-
-    from ragmetrics import FaithfulnessMetric, RelevancyMetric
-    from ragmetrics.integrations.langchain import RagMetricsCallbackHandler
-
-    handler = RagMetricsCallbackHandler(metrics=[FaithfulnessMetric(), RelevancyMetric()])
-    answer = chain.invoke("What is Python?", config={"callbacks": [handler]})
-    handler.flush_sync()                 # or: await handler.flush() in async code
-    print(handler.results[0].scores)
-
-How a run is captured: every callback carries ``run_id`` and ``parent_run_id``; a run whose parent
-the handler has not seen is a *top-level* run, and every descendant is mapped to it, so nested
-chains, ``batch``/``abatch`` inputs and concurrent calls never share state. For each top-level run:
-
-- **question**: the run's input -- a string, a message (list), or a dict holding one of
-  ``question_keys`` (default ``question``, ``input``, ``query``, then ``messages``); for streamed runs
-  the input LangChain reports when the run ends. Failing that, the first retriever's query.
-- **contexts**: the ``page_content`` of the documents of every retriever in the run, in the order the
-  retrievers started. A retriever inside another retriever (ensembles) is not counted twice.
-- **answer**: the run's output -- a string, a message, or a dict holding one of ``answer_keys``
-  (default ``answer``, ``output``, ``result``, then ``messages``). Failing that, the text of the last
-  LLM or chat model call in the run.
-- **reference** (for ``context_recall``, ``answer_correctness``...): the run's metadata key
-  ``reference`` (``config={"callbacks": [handler], "metadata": {"reference": "..."}}``), else the
-  handler's ``references`` looked up by question; none: those metrics record ``invalid_input``.
-
-A run with no retrieval, no answer, or that raised is recorded as skipped with a reason, not scored.
-Scoring happens off the app's path (see :mod:`ragmetrics.integrations._scoring`); nothing raised
-while capturing or scoring reaches the app's chain. LangChain is imported when this module is; without
-it, building the handler raises :class:`~ragmetrics.errors.MissingDependencyError`.
+:class:`RagMetricsCallbackHandler` maps every callback to its top-level run (through ``run_id`` and
+``parent_run_id``), so nested chains, batches and concurrent calls never share state. For each run the
+question is its input (or one of ``question_keys``), the contexts the documents of its retrievers,
+the answer its output (or one of ``answer_keys``, else the last model call), the reference the run's
+``reference`` metadata or the handler's ``references``. A run with no retrieval, no answer or an error
+is recorded as skipped with a reason. Scoring happens off the app's path
+(:mod:`ragmetrics.integrations._scoring`) and nothing raised there reaches the chain. Without
+LangChain, building the handler raises :class:`~ragmetrics.errors.MissingDependencyError`.
 """
 
 from __future__ import annotations

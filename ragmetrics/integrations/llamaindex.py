@@ -1,36 +1,13 @@
 """LlamaIndex adapter: metrics as evaluators, and a handler that scores each query as it runs.
 
-``as_llamaindex_evaluator`` makes a ragmetrics metric a LlamaIndex evaluator; ``RagMetricsEventHandler``
-listens to LlamaIndex's instrumentation and scores each query of a query engine in the background.
-
-::
-
-    from ragmetrics import FaithfulnessMetric
-    from ragmetrics.integrations.llamaindex import RagMetricsEventHandler, as_llamaindex_evaluator
-
-    evaluator = as_llamaindex_evaluator(FaithfulnessMetric(threshold=0.8))   # a BaseEvaluator
-    result = await evaluator.aevaluate_response(query=q, response=engine_response)
-
-    handler = RagMetricsEventHandler(metrics=[FaithfulnessMetric()]).attach()
-    engine.query("What is Python?")
-    handler.flush_sync()                     # or: await handler.flush()
-    handler.detach()
-
-How queries are captured: LlamaIndex events carry the id of the span they were sent in, and spans
-nest (``RetrieverQueryEngine.query`` > ``_query`` > ``VectorIndexRetriever.retrieve``). The handler
-keeps the parent of every open span (a small span handler it adds to the root dispatcher), so each
-event is mapped to the outermost query it belongs to; concurrent ``aquery`` calls never mix.
-
-- **question**: ``QueryStartEvent.query`` (a string or a ``QueryBundle``'s ``query_str``);
-- **contexts**: the text of the response's ``source_nodes`` (what the answer was synthesised from),
-  or, when the response carries none, the nodes of every outermost ``RetrievalEndEvent`` in the query;
-- **answer**: ``QueryEndEvent.response`` as text;
-- **reference** (for ``context_recall``, ``answer_correctness``...): the handler's ``references``
-  looked up by question; none: those metrics record ``invalid_input``.
-
-A query with no retrieval, no answer, a streaming response (its text exists only once the app has
-consumed it) or that raised is recorded as skipped with a reason. LlamaIndex is imported when this
-module is; without it, building an adapter raises :class:`~ragmetrics.errors.MissingDependencyError`.
+:func:`as_llamaindex_evaluator` makes a ragmetrics metric a LlamaIndex ``BaseEvaluator``;
+:class:`RagMetricsEventHandler` listens to LlamaIndex's instrumentation and scores each query of a
+query engine in the background (``attach()``, then ``flush()`` or ``flush_sync()``). Events are mapped
+to the outermost query span they belong to, so concurrent queries never mix. The question comes from
+``QueryStartEvent``, the contexts from the response's ``source_nodes`` (else the retrievals), the
+answer from ``QueryEndEvent``, the reference from the handler's ``references``. A query with no
+retrieval, no answer, a streaming response or an error is recorded as skipped with a reason. Without
+LlamaIndex, building an adapter raises :class:`~ragmetrics.errors.MissingDependencyError`.
 """
 
 from __future__ import annotations

@@ -1,47 +1,23 @@
 """Evaluate on a Ray cluster: ``evaluate_ray`` over Ray Data, under one cluster-wide rate limit.
 
-Needs the ``ray`` extra (``pip install 'ragmetrics[ray]'``); importing this module imports no ray,
-which loads only when :func:`evaluate_ray` or :class:`ClusterRateLimit` is called.
-
-Example:
-    >>> import ray
-    >>> from ragmetrics.integrations.ray import evaluate_ray
-    >>> ray.init()                                    # or ray.init(address="auto") on a cluster
-    >>> results = evaluate_ray("answers.jsonl", metrics=["faithfulness", "relevancy"],
-    ...                        llm="openai:gpt-4o-mini", workers=8, requests_per_minute=5000)
-    >>> results.write_parquet("scores/")              # or .to_pandas().sort_values("index")
-
-How it runs:
-
-- The input (a ``ray.data.Dataset``, a ``.jsonl``/``.json``/``.parquet`` path, a pandas DataFrame or
-  a list of dicts) is numbered once (materialised, each block given its rows' positions), so every
-  result row carries its position in the input as ``index`` and names it in error messages, as a
-  single-process run does.
-- ``map_batches`` runs an async actor pool of ``workers`` actors. Each builds one
-  :class:`~ragmetrics.pipeline.runner.EvaluationPipeline` (its disk cache, retries, single-flight and
-  statuses) and runs it on its batches; a bad row becomes an error row with its status, the rest go on.
-- One rate limit for the whole cluster: a named actor (:class:`ClusterRateLimit`) holds the
-  requests-per-minute and tokens-per-minute buckets that every worker's judge asks before each
-  request, and a 429 seen by any worker halves the shared rates and every worker's concurrency limit.
-- A worker that dies (killed, out of memory, a lost node) is restarted by Ray and its batch retried;
-  the disk cache of the node makes the retry cost only the calls that had not finished. A batch that
-  killed its worker ``max_attempts`` times (3) comes back as error rows (``provider_error``, naming
-  the rows), so one poisonous batch cannot loop for ever; the rest of the run finishes.
-- A 429 with a Retry-After holds every worker's next request until then (at most 60 s).
-
-The result is a ``ray.data.Dataset`` with the columns of ``EvaluationResults.to_pandas()`` (the
-input's columns, then a score, status and reason per metric and the usage totals), in no guaranteed
-order: sort by ``index`` when the order matters.
+Needs the ``ray`` extra (``pip install 'ragmetrics[ray]'``); ray is imported only when
+:func:`evaluate_ray` or :class:`ClusterRateLimit` is called. The input is numbered once, so each
+result row carries its input position as ``index``; an async actor pool of ``workers`` actors each
+runs an :class:`~ragmetrics.pipeline.runner.EvaluationPipeline` on its batches. A named actor
+(:class:`ClusterRateLimit`) holds the cluster's request and token buckets, and a 429 anywhere halves
+the shared rates. A batch that killed its worker ``max_attempts`` times comes back as error rows.
+The result is a ``ray.data.Dataset`` with the columns of ``EvaluationResults.to_pandas()``, in no
+guaranteed order (sort by ``index``).
 """
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragmetrics._check import check_int, check_number, check_option_text
 from ragmetrics.errors import ConfigError, MissingDependencyError, shorten
 from ragmetrics.evaluation import DEFAULT_METRICS
 from ragmetrics.integrations._ray_bucket import RateBucket
@@ -71,16 +47,13 @@ def _ray() -> Any:
     return ray
 
 
+_TEXT_OR_NONE = "a non-empty string or None"
+
+
 def _rate(name: str, value: Any) -> float | None:
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (math.isfinite(value) and value > 0)
-    ):
-        raise ConfigError(f"{name} must be a finite number > 0 or None, got {value!r}")
-    return float(value)
+    return check_number(value, name, "ClusterRateLimit", low=0, low_open=True, optional=True)
 
 
 class ClusterRateLimit:
@@ -117,8 +90,7 @@ class ClusterRateLimit:
         tpm = _rate("tokens_per_minute", tokens_per_minute)
         burst = _rate("burst_s", burst_s)
         recover = _rate("recover_s", recover_s)
-        if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ConfigError(f"ClusterRateLimit: name must be a non-empty string or None, got {name!r}")
+        check_option_text(name, "name", "ClusterRateLimit", optional=True, expected=_TEXT_OR_NONE)
         ray = _ray()
         self.name = name or f"ragmetrics-rate-limit-{uuid.uuid4().hex[:12]}"
         actor = ray.remote(RateBucket).options(
@@ -256,9 +228,7 @@ def _numbered(ray: Any, ds: Any) -> Any:
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"evaluate_ray(): {name} must be an int >= 1, got {value!r}")
-    return value
+    return check_int(value, name, "evaluate_ray()", minimum=1)
 
 
 def evaluate_ray(
@@ -322,8 +292,7 @@ def evaluate_ray(
     _positive_int("workers", workers)
     _positive_int("batch_size", batch_size)
     _positive_int("max_attempts", max_attempts)
-    if isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or not 0 <= num_cpus < math.inf:
-        raise ConfigError(f"evaluate_ray(): num_cpus must be a number >= 0, got {num_cpus!r}")
+    check_number(num_cpus, "num_cpus", "evaluate_ray()", low=0)
     if rate_limit is not None and (requests_per_minute is not None or tokens_per_minute is not None):
         raise ConfigError(
             "evaluate_ray(): pass rate_limit= or requests_per_minute= / tokens_per_minute=, not both"

@@ -1,16 +1,11 @@
 """The judge cache: a disk cache, an in-memory memo and single-flight around any Judge.
 
-The key is the sha256 of canonical JSON holding everything that changes the output: key format,
-provider, base URL, model, decoding parameters (temperature, seed, max tokens), each prompt's id and
-full hash, the response schema's hash, the consumer's version, the task, the rendered messages and
-the repeat index. Left out on purpose: API keys, retries, timeouts, concurrency. Only validated
-replies are stored. Heuristic (offline) judges are memoised in memory but not written to disk: they
-are cheaper to recompute than to read back, and can never serve a verdict from older heuristics.
-
-Hits and sharing are told apart: a reply read from the disk (or remembered from an earlier run of this
-judge, i.e. before its last :meth:`CachingJudge.aclose`) is a cache hit (``Usage.cached_calls``); a
-request that joined an identical one in flight, or repeated one already answered in this run, is
-*shared* (``Usage.shared_calls``): a first run over an empty cache has no hits.
+The key is the sha256 of canonical JSON of everything that changes the output (key format, provider,
+base URL, model, decoding parameters, each prompt's id and hash, the schema's hash, the task, the
+rendered messages, the repeat index); API keys, retries, timeouts and concurrency are left out. Only
+validated replies are stored; offline judges are memoised in memory only. A reply read from disk or
+an earlier run is a cache hit (``Usage.cached_calls``); one shared with an identical request of this
+run is *shared* (``Usage.shared_calls``).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Adaptive concurrency: the bound on LLM requests in flight for one judge.
 
-Additive increase, multiplicative decrease: a 429 halves the limit (down to 1) and ``recover_after``
-successes in a row raise it by one again, up to the configured maximum. The state is per event loop,
-because asyncio primitives cannot cross loops (``*_sync`` calls each run their own loop).
-
-:class:`RateLimiter` adds optional requests-per-minute and tokens-per-minute caps: two token buckets
-refilled continuously, each holding at most ``burst_s`` seconds' worth, so requests are spread evenly
-instead of bursting into the provider's per-minute window. Its state is plain numbers and a
-monotonic clock, so it needs no per-loop primitives.
-
-A limit shared beyond this process plugs in at two seams, kept apart below: :class:`RateGate`, what a
-judge awaits before each request (:class:`RateLimiter` is one; ``ragmetrics.integrations.ray`` passes
-one that asks a cluster-wide bucket), and :attr:`AdaptiveLimiter.on_throttle`, told of every rate
-limit so that one worker's 429 can cut the others' limits (through :meth:`AdaptiveLimiter.cut`,
-which tells no one).
+:class:`AdaptiveLimiter`: additive increase, multiplicative decrease (a 429 halves the limit,
+``recover_after`` successes in a row raise it by one), with state per event loop.
+:class:`RateLimiter` adds optional requests- and tokens-per-minute caps: two continuously refilled
+token buckets holding at most ``burst_s`` seconds' worth. A limit shared beyond this process plugs in
+at two seams: :class:`RateGate`, awaited before each request, and
+:attr:`AdaptiveLimiter.on_throttle`, told of every rate limit (``ragmetrics.integrations.ray`` uses
+both).
 """
 
 from __future__ import annotations

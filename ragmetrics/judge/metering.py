@@ -1,27 +1,12 @@
 """Every HTTP attempt of a judge request, counted: first sends, re-asks, retries and tokens.
 
-The SDK clients of the provider judges carry httpx event hooks (:func:`event_hooks`) that report
-each POST sent and each response received to the :class:`Meter` of the judge request running in the
-current task. The meter sits in a context variable, so concurrent requests sharing one SDK client
-never mix, and it sees every attempt whoever makes it: instructor's re-asks, the retry loop, the
-truncation retries and the tools-to-JSON fallback alike, whether the call then succeeds or fails.
-
-An attempt after a reply that arrived (2xx) is a re-ask unless the judge said it is re-sending
-(truncated output); an attempt after no reply or an error status is a retry. Tokens are read from
-the ``usage`` of every 2xx body (OpenAI ``prompt_tokens``/``completion_tokens``, Anthropic
-``input_tokens``/``output_tokens``); a 2xx reply without one is ``estimated`` (priced at ragmetrics'
-own estimate, as an implausible report is, so a server that omits usage cannot make a budget free);
-an attempt with no 2xx reply (timed out, refused, an error status) is ``unmetered``.
-
-A reported usage is believed only when it is plausible (:func:`plausible`): whole non-negative
-numbers, at most :data:`TRUST_FACTOR` times ragmetrics' own estimate of the attempt (prompt: the
-request body's characters; completion: the reply text's, or the request's ``max_tokens`` if larger)
-and within :data:`MAX_ATTEMPT_TOKENS`. NaN, negative or absurd counts (a server reporting 10^12
-tokens) are ``estimated``: the attempt is priced at the estimate instead, so a lying server can
-neither hide what a run spent nor inflate it to millions of dollars.
-
-What a request spent when it was cancelled (its sample timed out) has no result to ride on; it is
-added to the :func:`unclaimed` tally of the enclosing row instead, so the row's record still counts it.
+The provider judges' SDK clients carry httpx event hooks (:func:`event_hooks`) that report each POST
+and response to the :class:`Meter` of the judge request running in the current task (a context
+variable, so concurrent requests on one client never mix). An attempt after a 2xx reply is a re-ask
+(unless the judge is re-sending truncated output), any other a retry. Tokens come from each 2xx
+body's ``usage`` when :func:`plausible` (bounded by :data:`TRUST_FACTOR` times ragmetrics' own
+estimate and :data:`MAX_ATTEMPT_TOKENS`), else the attempt is ``estimated``; an attempt with no 2xx
+reply is ``unmetered``. What a cancelled request spent goes to the row's :func:`unclaimed` tally.
 """
 
 from __future__ import annotations

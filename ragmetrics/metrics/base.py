@@ -1,25 +1,20 @@
 """The metric contract: what the pipeline, the estimator, the suites and the adapters are typed against.
 
-A metric is an object with a snake_case ``name``, a ``threshold`` (or None), a :class:`Needs` value
-saying which sample fields it reads and whether it calls a judge, and ``evaluate_sample(sample) ->
-MetricResult``. What a metric needs is declared as data, so the runner never guesses from attribute
-names. A metric that calls a judge and may share it (``Needs.shares_judge``) is a
-:class:`JudgedMetric`: it also has ``judge``, ``judge_key()`` and ``use_judge()``, and metrics with
-equal keys get one caching judge. Plain functions of a :class:`~ragmetrics.sample.Sample` stay
-accepted; ``ragmetrics.pipeline._metric_call`` normalises them once.
-
-RAG metrics add ``score``/``evaluate`` with keyword fields; evaluators add ``evaluate(prediction,
-reference, input)``. Both return the one result shape, ``MetricResult`` (exported as ``EvalResult``
-too), and get their ``*_sync`` twins from :func:`ragmetrics._aio.run_sync`.
+A metric has a snake_case ``name``, a ``threshold`` (or None), a :class:`Needs` value saying which
+sample fields it reads and whether it calls a judge, and ``evaluate_sample(sample) -> MetricResult``.
+A metric that may share its judge is a :class:`JudgedMetric` (``judge``, ``judge_key()``,
+``use_judge()``): metrics with equal keys get one caching judge. Plain functions of a
+:class:`~ragmetrics.sample.Sample` stay accepted (``ragmetrics.pipeline._metric_call`` normalises
+them). RAG metrics and evaluators return the one result shape, ``MetricResult``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from ragmetrics._check import check_unit
 from ragmetrics.errors import ConfigError, InvalidInputError, shorten
 from ragmetrics.sample import Sample
 from ragmetrics.score import MetricResult
@@ -178,13 +173,7 @@ def check_threshold(threshold: float | None, owner: str) -> float | None:
     Raises:
         ConfigError: The threshold is not a finite number in [0, 1].
     """
-    if threshold is None:
-        return None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or math.isnan(threshold):
-        raise ConfigError(f"{owner}: threshold must be a number in [0, 1] or None, got {threshold!r}")
-    if not 0.0 <= threshold <= 1.0:
-        raise ConfigError(f"{owner}: threshold must lie in [0, 1], got {threshold}")
-    return float(threshold)
+    return check_unit(threshold, "threshold", owner, optional=True)
 
 
 def passed_at(score: float | None, threshold: float | None) -> bool | None:

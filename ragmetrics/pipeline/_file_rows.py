@@ -1,21 +1,11 @@
 """Dataset files as text: encodings and BOMs, one line at a time, and CSV records that parse cleanly.
 
-A file is read as bytes and split into lines before anything is decoded, so one undecodable byte
-spoils only its own line: :func:`read_lines` hands each line back with the byte offset of its first
-byte and, when it cannot be decoded, a problem naming the offending bytes and their byte offset in
-the file (the line's text then has U+FFFD in their place, so a CSV keeps its shape).
-
-The encoding is UTF-8 unless the caller names another; a byte order mark always wins for the UTF
-family: a UTF-8 BOM is skipped, and UTF-16 and UTF-32 (LE or BE) are recognised by theirs and
-decoded (or, without one, by the zero bytes of the file's first ASCII character). Lines and CSV
-cells are capped at :data:`MAX_LINE_BYTES` / :data:`MAX_CELL_CHARS`; a longer line is skipped
-(without being held in memory) and reported as its row's problem.
-
-:func:`csv_records` parses strictly: a quote that is never closed, text after a closing quote or a
-record with a different number of cells than the header is a problem on that record, and the other
-lines it took are parsed again one by one, so one stray quote cannot swallow the rows after it.
-``csv.field_size_limit`` is process global: it is raised only while a record is parsed, and put back
-afterwards unless somebody else changed it meanwhile.
+A file is split into lines before decoding, so an undecodable byte spoils only its own line:
+:func:`read_lines` gives each line with its byte offset and any problem (naming the bytes). UTF-8
+unless the caller names another encoding; a byte order mark always wins for the UTF family. Lines and
+cells are capped at :data:`MAX_LINE_BYTES` / :data:`MAX_CELL_CHARS`. :func:`csv_records` parses
+strictly (an unclosed quote or a wrong cell count is that record's problem, and the lines it took are
+parsed again), raising ``csv.field_size_limit`` only while a record is parsed.
 """
 
 from __future__ import annotations

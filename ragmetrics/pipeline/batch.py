@@ -1,27 +1,12 @@
 """Batch mode: the pipeline's judge requests sent through the providers' batch APIs, at their half price.
 
-``EvaluationPipeline(..., batch=True)`` (or ``ragmetrics eval DATA --batch``) runs the same metrics,
-prompts, schemas and cache keys as a real-time run, but in rounds, with no knowledge of any metric's
-call plan:
-
-1. every metric's judge is a ``DeferringJudge`` (``judge/providers/batch_judge.py``); the pipeline runs over
-   the dataset, and each request not answered yet is deferred (its exact real-time body recorded);
-2. the round's deferred requests go to the provider as one batch (several when there are more than
-   ``max_requests``), which is polled every ``poll_interval_s`` until it ends; its results are filed
-   in the ledger on disk;
-3. the next round answers those requests from the ledger (validated as in real time) and defers what
-   they lead to: for the claim metrics, round 1 extracts claims and round 2 verifies them;
-4. a round that defers nothing is the last: its records are the results, with usage and cost at batch
-   prices. Every reply is also in the judge's disk cache, so a later real-time run makes no call.
-
-The ledger (``BatchOptions.directory``, default ``<cache dir>/batches``) holds the batch ids, the
-custom_ids submitted and every result, so a run left half way (``max_wait_s``, Ctrl-C, a reboot) is
-continued with ``resume=True`` (``--resume``) without sending anything twice. Without ``resume``, a
-run that finds unfinished batches of its own requests refuses to start, rather than pay twice.
-
-The offline judge has no batch API: batch mode with it is a :class:`~ragmetrics.errors.ConfigError`
-(it makes no calls, so there is nothing to save). Metrics without a shared judge (plain functions,
-text evaluators) simply run in every round.
+``EvaluationPipeline(..., batch=True)`` runs the same metrics, prompts and cache keys as a real-time
+run, in rounds: every judge is a ``DeferringJudge`` (:mod:`ragmetrics.judge.providers.batch_judge`),
+each round's unanswered requests go to the provider as one batch, polled until it ends, and the next
+round answers them from the ledger on disk and defers what they lead to; a round that defers nothing
+is the last. The ledger (``BatchOptions.directory``) lets ``resume=True`` continue a run left half way
+without sending anything twice. This module owns :class:`BatchOptions` and the round loop; batch
+mode with the offline judge is a :class:`~ragmetrics.errors.ConfigError`.
 """
 
 from __future__ import annotations
@@ -30,13 +15,13 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import BatchPendingError, ConfigError
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.judge.providers.batch_api import BatchAPI, Intent, batch_api_for
@@ -109,16 +94,10 @@ class BatchOptions:
     notify: Callable[[str], Any] | None = None
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.poll_interval_s, int | float) and 0 <= self.poll_interval_s < math.inf):
-            raise ConfigError(f"BatchOptions: poll_interval_s must be >= 0, got {self.poll_interval_s!r}")
-        if self.max_wait_s is not None and not (
-            isinstance(self.max_wait_s, int | float) and self.max_wait_s >= 0
-        ):
-            raise ConfigError(f"BatchOptions: max_wait_s must be >= 0 or None, got {self.max_wait_s!r}")
+        check_number(self.poll_interval_s, "poll_interval_s", "BatchOptions", low=0)
+        check_number(self.max_wait_s, "max_wait_s", "BatchOptions", low=0, optional=True)
         for name, low in (("max_rounds", 2), ("resubmits", 0), ("max_requests", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"BatchOptions: {name} must be an int >= {low}, got {value!r}")
+            check_int(getattr(self, name), name, "BatchOptions", minimum=low)
 
     def folder(self) -> Path:
         """The ledger folder."""

@@ -1,18 +1,11 @@
 """Canaries: known-answer probes put to every LLM judge of a run before its scores are trusted.
 
-The canary is one faithfulness sample whose answer has three sentences with known verdicts against its
-contexts: one plainly supported, one plainly contradicted (a number changed, or a ``not`` added), one
-about something the contexts do not mention (unrelated). It is drawn from the run's own rows
-(:mod:`ragmetrics.pipeline.canary_draw`), so no judge, cache or proxy can tell it from the rows; the
-bundled ``ragmetrics/data/canaries.json`` stands in when the rows offer nothing to draw. Each judge
-scores it with :class:`~ragmetrics.metrics.claims.faithfulness.FaithfulnessMetric` through the run's
-caching judge: one extraction and one verification request (at most 4 with the re-asks), cached like
-any call (a re-run pays 0) and counted in the run's usage, never in the dataset's scores or records.
-
-A judge *fails* when the supported sentence does not come back supported, the contradicted one
-contradicted, or the unrelated one comes back supported (a sentence none of whose claims was extracted
-with its span in the answer fails too). A judge that gives no reply at all (a timeout, a refused key, a
-server error: ``answered`` False) gets no verdict. The offline judge runs them too, at no cost.
+The canary is one faithfulness sample whose answer has a supported, a contradicted and an unrelated
+sentence. It is drawn from the run's own rows (:mod:`ragmetrics.pipeline.canary_draw`), so no judge,
+cache or proxy can tell it apart; the bundled ``ragmetrics/data/canaries.json`` stands in when the
+rows offer nothing. Each judge scores it through the run's caching judge (counted in the run's usage,
+never in its scores). A judge *fails* when any of the three sentences comes back with the wrong
+verdict; a judge that gives no reply gets no verdict.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Canaries drawn from the run's own rows, so that a judge, a cache or a proxy cannot recognise them.
 
-One row of the first :data:`DRAW_ROWS` valid rows with contexts is drawn at random; the canary is that
-row's question and contexts with an answer of three sentences, in random order:
-
-- *supported*: a sentence of its contexts, verbatim;
-- *contradicted*: another sentence of its contexts with one number changed (else with ``not`` added
-  after its verb ``is``/``was``/``are``/``were``);
-- *unrelated*: a sentence of another row's contexts that shares little with this row's contexts (else
-  one of the bundled unrelated sentences).
-
-The draw is seeded by the rows' own text, so a re-run draws the same canary (answered from the cache)
-while nothing in its requests tells it from the rows. When the rows offer no such sentences, the
-bundled canary (``ragmetrics/data/canaries.json``) is used and :attr:`CanaryDraw.source` says why.
+One of the first :data:`DRAW_ROWS` valid rows with contexts is drawn; the canary is its question and
+contexts with an answer of three sentences in random order: one of its contexts verbatim
+(*supported*), another with a number changed or ``not`` added (*contradicted*), and a sentence of
+another row's contexts that shares little with this row's (*unrelated*). The draw is seeded by the
+rows' text, so a re-run draws the same canary; when the rows offer no such sentences the bundled
+canary is used and :attr:`CanaryDraw.source` says why.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """Datasets in, validated samples out: lists of dicts or samples, JSONL/JSON/CSV files, pandas, HF datasets.
 
-:class:`Dataset` wraps any supported source and yields :class:`Row` values lazily (a file is read line
-by line, a DataFrame row by row), so a long dataset never has to sit in memory twice. Column names are
-configurable: ``columns={"question": "query", "answer": "response", "contexts": "retrieved"}``; a field
-with no mapping is read from its own name or the names RAGAS, DeepEval and LlamaIndex use (``ALIASES``),
-else from a looser name (``FALLBACKS``); two candidates of the same rank are ambiguous: a
-``ConfigError`` naming both for a tabular source, that row's error for a dict row. Each :class:`Row`
-keeps the source row (``source``), so records and exports keep the user's own columns and names.
-
-Files are UTF-8 unless ``encoding=`` names another; a byte order mark is honoured (UTF-8 skipped,
-UTF-16/32 decoded). Lines are decoded one at a time (see :mod:`._file_rows`), so an undecodable byte
-spoils only its own row.
-
-Errors: a tabular source (DataFrame, HF dataset, CSV) that lacks a needed column fails at once with a
-``ConfigError`` naming the column and listing the ones there are. A bad row (a missing key, ``None``,
-a wrong type, a line that is not JSON or not decodable, a CSV record that does not parse cleanly or
-has the wrong number of cells, a CSV contexts cell that starts with ``[`` but is no list, see
-:mod:`._csv_contexts`) is not an exception here: :func:`to_sample` raises
-``InvalidInputError`` naming the row and the field (and the byte offset of an undecodable byte), and
-the pipeline turns it into that row's error record without stopping the run.
+:class:`Dataset` wraps any supported source and yields :class:`Row` values lazily, each keeping its
+source row. Column names are configurable (``columns={"question": "query", ...}``); an unmapped field
+is read from its own name, the names other tools use (``ALIASES``) or a looser one (``FALLBACKS``).
+Files are UTF-8 unless ``encoding=`` says otherwise, decoded line by line (:mod:`._file_rows`). A
+tabular source lacking a needed column is a ``ConfigError`` at once; a bad row is not an exception
+here: :func:`to_sample` raises ``InvalidInputError`` naming the row and the field, which the pipeline
+turns into that row's error record.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Predict the LLM calls, tokens and cost of a run before making it, without calling anything.
 
-For the claim metrics the estimate prices the claim engine's own plan (``ClaimMetric.plan``, the one
-a run executes): one extraction call per split text (shared by every claim metric on the same judge)
-and one verification call per chunk of the sources, when the text has claims and there are sources.
-Prompts are rendered exactly as they would be sent; prompt tokens are counted as characters / 4 plus
-the response schema (providers bill the tool schema as prompt tokens); completion tokens are guessed
-from the answer's length and its number of sentences. When ``check_cache`` is on, requests already in
-the judge cache are counted as cached (free), and a cached extraction gives the real claims, so the
-verification request can be looked up too. Requests equal under the judge's cache key are billed once
-across the whole dataset, as a run's cache and single-flight make them once. Cost comes from the
-judge's price table.
-
-Metrics without a judge (pure functions, text evaluators) are assumed to make no LLM calls.
+For the claim metrics the estimate prices the claim engine's own plan (``ClaimMetric.plan``, the one a
+run executes), with prompts rendered exactly as they would be sent: prompt tokens are characters / 4
+plus the response schema, completion tokens are guessed from the answer's length. With
+``check_cache`` on, requests already in the judge cache are free (and a cached extraction gives the
+real claims); requests equal under the cache key are billed once. Cost comes from the judge's price
+table; metrics without a judge are assumed to make no LLM calls.
 """
 
 from __future__ import annotations

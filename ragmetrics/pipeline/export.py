@@ -20,7 +20,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from ragmetrics.errors import ConfigError, MissingDependencyError
+from ragmetrics._check import check_choice
+from ragmetrics.errors import MissingDependencyError
 from ragmetrics.pipeline.records import EvaluationResult
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -262,8 +263,9 @@ def table_rows(
     items = list(records)
     if level == "claims":
         return [row for r in items for row in claim_rows(r)]
-    if level != "samples":
-        raise ConfigError(f"level must be 'samples' (one row per sample) or 'claims', got {level!r}")
+    check_choice(
+        level, "level", "to_pandas()", ("samples",), expected="'samples' (one row per sample) or 'claims'"
+    )
     names = list(metrics) if metrics is not None else _metric_names(items)
     return [flat_row(r, names, lists=True) for r in items]
 

@@ -1,32 +1,19 @@
 """The unscored gate: a run in which samples went unscored is a failure, and says why in one line.
 
-A sample is *unscored* for a metric when its score is ``None``, whatever the status
-(``provider_error``, ``timeout``, ``invalid_input``, ``skipped`` for the budget...). A status that
-comes with a score (``no_claims`` scores 1.0: nothing in the answer can be wrong) is scored.
-
-The rule, per metric:
-
-- a metric that scored no sample at all fails, whatever the limit (nothing was measured), and so
-  does an empty run (0 of 0);
-- otherwise it fails when more samples are unscored than ``max_unscored`` allows: a whole number is
-  a count of samples (``0``, the default, allows none; ``3`` allows three), a number with a decimal
-  point or a percent sign is a share of the samples (``0.1`` or ``10%`` allows one in ten).
-
-``ragmetrics eval`` applies it to its exit code (1 on failure, as ``--fail-under`` does); the same
-functions serve ``ragmetrics test``, the pytest plugin and suites::
-
-    failures = check_unscored(report, max_unscored="0.1")
-    if failures:
-        print(unscored_message(failures))  # "faithfulness: 0 of 12 samples scored: provider_error 12: ..."
+A sample is unscored for a metric when its score is ``None``, whatever the status. Per metric, a
+metric that scored no sample fails (an empty run too); otherwise it fails when more samples are
+unscored than ``max_unscored`` allows: a whole number is a count, a decimal or a percent a share
+(``0.1`` or ``10%``). :func:`check_unscored` and :func:`unscored_message` serve ``ragmetrics eval``,
+``ragmetrics test``, the pytest plugin and suites alike.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.pipeline.records import EvaluationResult
 from ragmetrics.pipeline.report import MetricAggregate, Report
@@ -51,17 +38,10 @@ class UnscoredLimit:
     def __post_init__(self) -> None:
         if (self.count is None) == (self.share is None):
             raise ConfigError("max_unscored: give either a count of samples or a share, not both")
-        if self.count is not None and (
-            isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0
-        ):
-            raise ConfigError(f"max_unscored: a count must be a whole number >= 0, got {self.count!r}")
-        if self.share is not None and not (
-            isinstance(self.share, (int, float))
-            and not isinstance(self.share, bool)
-            and math.isfinite(self.share)
-            and 0.0 <= self.share <= 1.0
-        ):
-            raise ConfigError(f"max_unscored: a share must be a number in [0, 1], got {self.share!r}")
+        if self.count is not None:
+            check_int(self.count, "a count", "max_unscored", minimum=0)
+        if self.share is not None:
+            check_number(self.share, "a share", "max_unscored", low=0, high=1)
 
     @classmethod
     def of(cls, value: UnscoredLimit | int | float | str) -> UnscoredLimit:

@@ -1,16 +1,11 @@
 """The judge's health over a run: how much of what it said was found in the texts it was given.
 
-Each claim result carries ``details["judge_health"]`` (spans checked and found in their text, verdict
-quotes checked and found in the context they cite, verification re-asks; see
-``ragmetrics.metrics.claims.verification``). :class:`HealthTally` sums them per judge over a run, one
-sample at a time (the claim metrics on one judge share their requests, so a sample is counted once per
-judge: from the result that checked the most), into a :class:`JudgeHealth` per judge spec, which the
-:class:`~ragmetrics.pipeline.report.Report` carries (``report.judge_health``) and every summary shows.
-
-A judge that reads its inputs finds nearly every span and quote (the offline judge and the fake
-server's default mode: 100%); a judge that fills the schema without reading finds almost none. The
-gate (:func:`judge_gate`) fails a run whose judge is plainly not reading: its *reading rate* (the lower
-of the span and quote shares) is below ``judge_health_min`` (default :data:`JUDGE_HEALTH_MIN`).
+Each claim result carries ``details["judge_health"]`` (spans and quotes checked and found, re-asks;
+see ``ragmetrics.metrics.claims.verification``). :class:`HealthTally` sums them per judge over a run,
+once per sample, into a :class:`JudgeHealth` per judge spec, carried by the
+:class:`~ragmetrics.pipeline.report.Report`. A judge that reads its inputs finds nearly every span and
+quote; one that fills the schema without reading finds almost none. :func:`judge_gate` fails a run
+whose reading rate is below ``judge_health_min`` (default :data:`JUDGE_HEALTH_MIN`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Pipeline records and their summary: ``EvaluationResult``, ``Report``, aggregates and exports.
 
-An :class:`EvaluationResult` is what the pipeline returns for one dataset row: a score per metric
-(``None`` when there is none, and then an :class:`ErrorRecord` says why), the per-metric records with
-their claims and verdicts, summed usage, latency, and the row's id and index. A :class:`Report`
-aggregates many records per metric: mean, count of scored samples, count per status, a 95% percentile
-bootstrap confidence interval of the mean (numpy, seeded), pass rate; plus run-level counters (cache
-hits and misses, retries, throttles, calls, tokens, cost). Nothing here is ever NaN: what has no score
-is counted by status and left out of means, openly.
-
-The record types live in :mod:`ragmetrics.pipeline.records` and the exports (JSONL, lossless; CSV and
-pandas, one flat row per record) in :mod:`ragmetrics.pipeline.export`; both are re-exported here. A
-report round-trips through JSON. This module sits below the runner.
+An :class:`EvaluationResult` is one dataset row's outcome: a score per metric (``None`` with an
+:class:`ErrorRecord` saying why), the per-metric records, usage, latency, id and index. A
+:class:`Report` aggregates records per metric (mean, counts per status, a seeded bootstrap 95%
+interval, pass rate) plus run-level counters; nothing is ever NaN. The record types live in
+:mod:`ragmetrics.pipeline.records` and the exports in :mod:`ragmetrics.pipeline.export`, both
+re-exported here. A report round-trips through JSON.
 """
 
 from __future__ import annotations

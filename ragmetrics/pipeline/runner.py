@@ -1,27 +1,12 @@
 """The batch runner: ``EvaluationPipeline`` fans metrics out over a dataset and returns ``EvaluationResult``s.
 
-How a run goes:
-
-- **Judges are shared.** Metrics declaring a shareable judge (``needs.shares_judge``, see
-  :class:`~ragmetrics.metrics.base.Needs`) whose ``judge_key()`` is equal get one caching judge, so the
-  claims of a sample are extracted once for faithfulness, relevancy and groundedness together (two
-  calls per sample for all three) and one adaptive concurrency limit applies per provider+model.
-- **Bounded work.** ``concurrency`` workers pull rows from the dataset lazily and push finished
-  records through a bounded queue, so a stream of 100,000 rows holds only ``concurrency`` samples in
-  flight; the judge bounds the LLM requests in flight (``max_concurrency``) and halves on 429s.
-- **Failure is data.** :func:`failure_record` is the one place an exception becomes an
-  :class:`~ragmetrics.pipeline.report.ErrorRecord`; a bad row, a metric that raises, a judge that
-  fails for good or a sample that times out gives a record with a status and a message, never a
-  missing row or a NaN. ``raise_on_error=True`` raises the first failure instead; ``strict=True``
-  validates every row before the first call.
-- **Money.** ``max_cost_usd`` reserves each sample's estimated cost before launching it and skips
-  (with an error record saying so) the samples that would not fit.
-- **Sync.** ``run()`` works with or without a running event loop (Jupyter) via ``run_sync``.
-
-This module holds the pipeline and its run loop; the parts live beside it: metrics normalised and
-judges shared (``_metric_call``), one row's execution (``_execute``), failure records (``_failure``),
-the budget (``_budget``), run counters (``_run_state``), dataset input (``_inputs``), the run loop
-shared with the suites (``run_loop``) and what a run returns (``_results``).
+Metrics whose ``judge_key()`` is equal share one caching judge, so a sample's claims are extracted
+once for all of them. ``concurrency`` workers pull rows lazily (a stream holds only that many samples
+in flight) while the judge bounds the LLM requests in flight. Failure is data: a bad row, a metric
+that raises or a judge that fails gives a record with a status (:func:`failure_record`), unless
+``raise_on_error=True``. ``max_cost_usd`` reserves each sample's estimated cost before launching it.
+This module holds the pipeline and its run loop; the parts live beside it (``_metric_call``,
+``_execute``, ``_failure``, ``_budget``, ``_run_state``, ``_inputs``, ``run_loop``, ``_results``).
 """
 
 from __future__ import annotations
@@ -29,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ragmetrics._aio import run_sync
+from ragmetrics._check import check_callable, check_int, check_number
 from ragmetrics.errors import ConfigError, InvalidInputError
 from ragmetrics.judge import metering
 from ragmetrics.judge.cache import CachingJudge
@@ -175,38 +160,15 @@ class EvaluationPipeline:
                 f"EvaluationPipeline: metric names must be unique, got {dupes} twice; "
                 "results are keyed by name"
             )
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(f"EvaluationPipeline: concurrency must be an int >= 1, got {concurrency!r}")
-        if timeout_per_sample_s is not None and not (
-            isinstance(timeout_per_sample_s, (int, float)) and timeout_per_sample_s > 0
-        ):
-            raise ConfigError(
-                f"EvaluationPipeline: timeout_per_sample_s must be > 0 or None, got {timeout_per_sample_s!r}"
-            )
-        if max_cost_usd is not None and not (
-            isinstance(max_cost_usd, (int, float)) and max_cost_usd >= 0 and math.isfinite(max_cost_usd)
-        ):
-            raise ConfigError(
-                f"EvaluationPipeline: max_cost_usd must be a number >= 0 or None, got {max_cost_usd!r}"
-            )
-        if max_calls is not None and (
-            isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 0
-        ):
-            raise ConfigError(f"EvaluationPipeline: max_calls must be an int >= 0 or None, got {max_calls!r}")
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-            raise ConfigError(f"EvaluationPipeline: repeats must be an int >= 1, got {repeats!r}")
-        if judge_health_min is not None and (
-            isinstance(judge_health_min, bool)
-            or not isinstance(judge_health_min, (int, float))
-            or not 0 <= judge_health_min <= 1
-        ):
-            raise ConfigError(
-                "EvaluationPipeline: judge_health_min must be a number in [0, 1] or None, "
-                f"got {judge_health_min!r}"
-            )
+        owner = "EvaluationPipeline"
+        check_int(concurrency, "concurrency", owner, minimum=1)
+        check_number(timeout_per_sample_s, "timeout_per_sample_s", owner, low=0, low_open=True, optional=True)
+        check_number(max_cost_usd, "max_cost_usd", owner, low=0, optional=True)
+        check_int(max_calls, "max_calls", owner, minimum=0, optional=True)
+        check_int(repeats, "repeats", owner, minimum=1)
+        check_number(judge_health_min, "judge_health_min", owner, low=0, high=1, optional=True)
         for cb in callbacks:
-            if not callable(cb):
-                raise ConfigError(f"EvaluationPipeline: callbacks must be callables, got {type(cb).__name__}")
+            check_callable(cb, "callbacks", owner, expected="callables")
         self.concurrency = concurrency
         self.timeout_per_sample_s = timeout_per_sample_s
         self.max_cost_usd = max_cost_usd

@@ -1,23 +1,11 @@
 """What an eval case's verdict is made of: reading its return value and checking it against its bounds.
 
-:func:`judge_value` turns whatever a case returned into a :class:`CaseResult`. Accepted values:
-
-* a dict with any of ``score`` (in [0, 1]), ``cost_usd``, ``latency_ms``, ``metrics`` (named
-  scores in [0, 1]) and ``samples`` (per-sample values, see :mod:`ragmetrics.regression.snapshot`);
-* an ``EvaluationResult``-like object (``mean_score``, ``usage.cost_usd`` or ``cost_usd``,
-  ``latency_ms``, ``id``, ``scores``) or a non-empty list of them: mean score over the scored
-  ones, summed cost, and the *median* sample latency (warm: the first call's warm-up, imports and
-  connections, lands on one sample and is not the case's latency; the max is kept in
-  ``details["latency_max_ms"]``); the per-metric ``scores`` become ``metrics`` (their means) and
-  each result a sample, so a snapshot can test every metric's change for significance.
-
-A malformed value fails the case with a message saying what is wrong; a bound that cannot be
-checked (``min_score`` set, no score returned) fails it too; a metric that scored none of the
-case's samples fails it whatever the bounds, saying why ("faithfulness: 0 of 12 samples scored:
-provider_error 12: ..."). A failed ``min_score`` names the worst sample and the claim that failed
-it. A case whose claim metrics were judged by a judge that plainly did not read its inputs (reading
-rate below ``judge_health_min``, :mod:`ragmetrics.pipeline.judge_health`) fails too, whatever its
-score: the judge gate of ``ragmetrics eval``, per case. Nothing passes by default.
+:func:`judge_value` turns whatever a case returned into a :class:`CaseResult`: a dict of ``score``,
+``cost_usd``, ``latency_ms``, ``metrics`` and ``samples``, or ``EvaluationResult``-like objects (mean
+score, summed cost, median sample latency, per-metric means). A malformed value, a bound that cannot
+be checked, a metric that scored none of the case's samples, or a judge that plainly did not read its
+inputs (:mod:`ragmetrics.pipeline.judge_health`) fails the case with a message saying why. Nothing
+passes by default.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Eval cases: running cases against their bounds; the marker and discovery are re-exported here.
 
 ``@eval_case(min_score=0.8, max_cost_usd=0.05, max_latency_ms=2000, tags=["qa"])`` only attaches an
-:class:`EvalCaseMeta` to the function as ``_eval_case_meta`` (:mod:`ragmetrics.regression.marker`).
-Discovery finds files named ``eval_*.py`` or ``*_eval.py`` under folders (plus any file named
-explicitly), imports each by path and collects the marked functions defined in it, as pytest does for
-tests (:mod:`ragmetrics.regression.discovery`).
-
-A case returns a dict with any of ``score`` (in [0, 1]), ``cost_usd``, ``latency_ms`` (measured when
-omitted), and optionally ``metrics`` (named scores) and ``samples`` (per-sample values, see
-:mod:`ragmetrics.regression.snapshot`); or an ``EvaluationResult`` or a list of them (mean score,
-summed cost, median sample latency). How that value becomes a verdict lives in
-:mod:`ragmetrics.regression.case_result`.
-A case passes only when it ran, returned a well-formed value and broke no bound.
+:class:`EvalCaseMeta` to the function (:mod:`ragmetrics.regression.marker`); discovery imports
+``eval_*.py`` / ``*_eval.py`` files by path and collects the marked functions, as pytest does
+(:mod:`ragmetrics.regression.discovery`). How a case's return value becomes a verdict lives in
+:mod:`ragmetrics.regression.case_result`. A case passes only when it ran, returned a well-formed value
+and broke no bound.
 """
 
 from __future__ import annotations

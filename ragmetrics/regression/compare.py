@@ -1,41 +1,17 @@
 """Comparing two snapshots: per-case, per-metric deltas, regression verdicts and significance.
 
-How ``compare`` computes a delta, for each case in both snapshots and each metric (``score``,
-``cost_usd``, ``latency_ms`` and every name in ``metrics``):
-
-* ``change = current - baseline`` and ``relative = change / baseline``.
-* The threshold is a relative tolerance (defaults: score -0.02, cost_usd +0.10, latency_ms +0.20;
-  a named metric uses its own entry or else the ``score`` one). Its sign comes from the metric's
-  direction, only its size matters: a quality metric regresses when ``relative < -|t|``, cost and
-  latency when ``relative > +|t|``. A change exactly at the threshold is allowed. A threshold of
-  ``None`` reports the metric without gating it.
-* Noise floor: a change whose size is at most ``min_change[metric]`` never regresses (default:
-  20 ms for latency_ms, 0 for the rest), so a 1 ms case measured at 1.3 ms is not a "+30%" latency
-  regression.
-* A baseline of 0 has no relative change (``relative`` is None) unless the current value is also
-  0 (``relative`` 0). Then any move in the bad direction beyond the noise floor is a regression (a
-  cost going from $0 to $0.01 is flagged); a quality score cannot fall below 0.
-* A quality value present in the baseline and missing now (the case errored) is a regression; a
-  cost or latency that is no longer reported is shown but not gated. Cases present on one side
-  only are listed in ``only_in_baseline`` / ``only_in_current``.
-* When both sides carry at least 5 samples with the same ids and a value for the metric, the
-  paired differences ``d_i = current_i - baseline_i`` get a two-sided p-value from a sign-flip
-  permutation test (``resamples`` random sign patterns, seeded) and a 95% percentile bootstrap
-  confidence interval for ``mean(d)`` (``resamples`` paired resamples, same seed). ``significant``
-  is ``p_value < alpha``. With fewer pairs, ``stat_note`` says so ("p-value needs at least 5 paired
-  samples; this comparison has 2") and a gate that asks for significance falls back to the
-  threshold rule for that delta.
-* One drop is counted once: a case's ``score`` is the aggregate of its named metrics, so when
-  ``score`` and one or more named metrics of the same case regress together, the ``score`` delta
-  records them in ``same_as`` and :meth:`Diff.regressions` leaves it out (a case whose named
-  metrics held while ``score`` fell still counts ``score``).
+For each case in both snapshots and each metric (``score``, ``cost_usd``, ``latency_ms`` and the named
+metrics), ``change = current - baseline`` and ``relative = change / baseline``. A relative threshold
+(defaults: score -0.02, cost_usd +0.10, latency_ms +0.20) gates it in the metric's bad direction,
+above a noise floor (``min_change``, 20 ms for latency). A quality value that went missing is a
+regression; a case on one side only is listed apart. With at least 5 paired samples a delta also gets
+a sign-flip permutation p-value and a bootstrap 95% interval (seeded); with fewer, ``stat_note`` says
+so. A ``score`` drop explained by named metrics of the same case is counted once (``same_as``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from numbers import Real
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -193,11 +169,7 @@ def _resolve_thresholds(
     for key, value in (thresholds or {}).items():
         if key not in known:
             raise ConfigError(f"threshold for unknown metric {key!r}; known: {', '.join(sorted(known))}")
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value)
-        ):
-            raise ConfigError(f"threshold for {key!r} must be a finite number or None, got {value!r}")
-        merged[key] = None if value is None else float(value)
+        merged[key] = check_number(value, f"threshold for {key!r}", "compare", optional=True)
     return merged
 
 

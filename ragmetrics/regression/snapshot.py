@@ -1,32 +1,11 @@
 """Eval snapshots: save, load and list them, and compare two of them (``EvalRegression``).
 
-A snapshot is one JSON file, ``<store_dir>/<name>.json``, written atomically (a temporary file in the
-same directory, flushed and fsynced, then ``os.replace``), so a crash mid-write leaves the previous
-file intact. Its schema (``schema_version`` 1)::
-
-    {
-      "format": "ragmetrics-snapshot",
-      "schema_version": 1,
-      "name": "v1.0",
-      "timestamp": "2026-01-31T12:00:00Z",
-      "ragmetrics_version": "0.1.0",
-      "meta": {},                                   # free-form: git sha, branch, ...
-      "results": [
-        {"name": "qa_test",                         # unique within the snapshot
-         "score": 0.85, "cost_usd": 0.02, "latency_ms": 1200,   # each may be null
-         "metrics": {"faithfulness": 0.9},          # optional named quality scores in [0, 1]
-         "samples": [                               # optional per-sample values, paired by id
-           {"id": "q1", "score": 0.9, "scores": {"faithfulness": 1.0},
-            "cost_usd": 0.001, "latency_ms": 800}],
-         "outcome": "passed", "signature": "...", ...}          # extra keys are kept
-      ]
-    }
-
-``samples`` may also be given as per-metric lists, ``{"id": [...], "score": [...], "faithfulness":
-[...]}``; they are stored in the list-of-objects form above (ids default to the list position).
-
-``EvalRegression.compare`` compares two snapshots; how a delta is computed is documented in
-:mod:`ragmetrics.regression.compare`.
+A snapshot is one JSON file, ``<store_dir>/<name>.json`` (``format`` ``ragmetrics-snapshot``,
+``schema_version`` 1), written atomically (temporary file, fsync, ``os.replace``). It holds a name, a
+timestamp, the ragmetrics version, free-form ``meta`` and one result per case: ``score``,
+``cost_usd``, ``latency_ms``, named ``metrics`` and optional per-sample values paired by id (also
+accepted as per-metric lists). The schema is :mod:`ragmetrics.regression.snapshot_schema`; how
+``EvalRegression.compare`` computes a delta is in :mod:`ragmetrics.regression.compare`.
 """
 
 from __future__ import annotations

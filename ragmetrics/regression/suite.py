@@ -1,39 +1,12 @@
 """Evaluator suites: cases with an input, an expected value and several evaluators, loaded from YAML/JSON.
 
 A :class:`Case` holds an input, an expected value and its evaluators, each scored independently; its
-passing logic decides whether ``all`` of them or ``any`` one must pass (a result without a score never
-passes). A :class:`Suite` is a list of cases, written in Python or loaded with :meth:`Suite.from_file`::
-
-    name: capitals
-    llm: openai:gpt-4o-mini        # judge for the RAG metrics, llm_judge / llm_rubric / g_eval without one
-    embeddings: fake               # embedder for cosine_similarity entries without one
-    cases:
-      - id: france
-        input: What is the capital of France?
-        expected: Paris
-        passing: all               # or any
-        evaluators:
-          - exact_match            # a bare type name takes the defaults
-          - type: contains
-            value: Paris, France   # this evaluator's own expected value
-          - {type: rouge, threshold: 0.5}
-          - {type: regex, value: "^Paris"}   # regex, custom, llm_rubric, g_eval: value = main argument
-      - id: rag
-        input: What is the capital of France?      # the question
-        contexts: [Paris is the capital of France.]  # the retrieved passages, in order
-        expected: Paris is the capital of France.  # the reference
-        evaluators: [faithfulness, {type: context_recall, threshold: 0.8}]
-
-A RAG metric (``faithfulness``, ``relevancy``, ``groundedness``, ``context_recall``,
-``context_precision``, ``context_relevancy``, ``answer_correctness``) scores the output as the answer
-to ``input`` over ``contexts``, with ``expected`` as the reference; the RAG metrics of a suite on one
-judge share its calls as in a pipeline run. A case without an input a metric needs (``contexts``,
-``expected``, a blank ``input``) gets status ``invalid_input`` for that metric naming the field.
-
-Every error names the file and the field (``suite.yaml: cases[2].evaluators[0]: ...``).
-:func:`run_suite` scores the model outputs on the pipeline's run loop (bounded cases in flight, shared
-caching judges, failure records, progress). Judge token usage is summed separately from the model under
-test.
+``passing`` decides whether ``all`` or ``any`` must pass. A :class:`Suite` is a list of cases, written
+in Python or loaded with :meth:`Suite.from_file` (every error names the file and the field). An
+evaluator is any name of :data:`ragmetrics.metrics.BUILTIN_METRICS`; the RAG metrics
+(:data:`ragmetrics.metrics.RAG_METRICS`) score the output as the answer to ``input`` over
+``contexts``, with ``expected`` as the reference. :func:`run_suite` scores the model outputs on the
+pipeline's run loop; judge usage is summed apart from the model under test.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """YAML/JSON suites run by ``ragmetrics test``: each suite case becomes one eval case result.
 
-``ragmetrics test suite.yaml`` loads the file with :meth:`~ragmetrics.regression.suite.Suite.from_file`,
-scores every case's recorded ``output`` with :func:`~ragmetrics.regression.suite.run_suite`, and
-reports each case as a
-:class:`~ragmetrics.regression.case_result.CaseResult` named ``<file>::<case id>``, so suites share the table,
-the JUnit file, ``--json`` and snapshots/``--compare`` with Python eval cases. A result's ``score`` is
-the mean of its evaluators' scores, ``metrics`` holds each evaluator's score (a second evaluator of
-the same type is ``contains_2``), and its verdict is the suite's (``passing: all`` or ``any``).
-
-A case none of whose evaluators produced a score fails saying so (nothing scored is never a pass),
-and a failed case lists every evaluator that did not pass with its score, threshold and reason.
-A case's claim metrics give it ``judge_health`` (spans and quotes found, per judge), in the table's
-JUnit properties and snapshots as for Python cases, and the judge gate fails a case whose judge
-plainly did not read its inputs (reading rate below ``judge_health_min``), or whose judge failed the
-known-answer probes the suite put to it first (:mod:`ragmetrics.pipeline.canaries`), whatever its scores.
-A suite file that cannot be loaded is one ``error`` result naming the file and the field.
+A suite file is loaded with :meth:`~ragmetrics.regression.suite.Suite.from_file`, its cases' recorded
+outputs scored with :func:`~ragmetrics.regression.suite.run_suite`, and each case reported as a
+:class:`~ragmetrics.regression.case_result.CaseResult` named ``<file>::<case id>``, so suites share the
+table, JUnit, ``--json`` and snapshots with Python eval cases. The score is the mean of the
+evaluators' scores, ``metrics`` holds each one's (``contains_2`` for a second of a type); a case that
+scored nothing, whose judge did not read its inputs or failed the canaries, fails saying why. A file
+that cannot be loaded is one ``error`` result naming the file and the field.
 """
 
 from __future__ import annotations

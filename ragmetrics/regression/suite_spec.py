@@ -1,9 +1,8 @@
 """Evaluator suites, defined: :class:`Check`, :class:`Case`, :class:`Suite`, and loading them from YAML/JSON.
 
-A case's evaluators are the classic evaluators (``exact_match``, ``rouge``, ``llm_rubric``...) or the
-RAG metrics (``faithfulness``, ``relevancy``, ``groundedness``, ``context_recall``,
-``context_precision``, ``context_relevancy``, ``answer_correctness``; any other
-:class:`~ragmetrics.metrics.base.Metric` object in Python). A RAG metric scores the case as a sample:
+A case's evaluators are named from :data:`ragmetrics.metrics.BUILTIN_METRICS` (the classic evaluators
+and the RAG metrics; any other :class:`~ragmetrics.metrics.base.Metric` object in Python), or by
+another tool's name for one of them. A RAG metric scores the case as a sample:
 ``input`` is the question, the model output the answer, the case's ``contexts`` the retrieved
 passages and ``expected`` the reference.
 
@@ -20,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ragmetrics._check import check_choice
 from ragmetrics.errors import ConfigError, InvalidInputError, RagMetricsError, shorten
-from ragmetrics.metrics import RAG_METRICS
+from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
 from ragmetrics.metrics.aliases import METRIC_ALIASES, canonical_metric_name, did_you_mean
 from ragmetrics.metrics.base import Metric, missing_input
 from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD, Evaluator
 from ragmetrics.metrics.evaluators.factory import (
-    EVALUATOR_TYPES,
     PRIMARY_OPTION,
     evaluator_options,
     make_evaluator,
@@ -88,8 +87,7 @@ class Case:
             raise ConfigError(
                 f"case {self.id or '?'}: input must be a string, got {type(self.input).__name__}"
             )
-        if self.passing not in ("all", "any"):
-            raise ConfigError(f"case {self.id or '?'}: passing must be 'all' or 'any', got {self.passing!r}")
+        check_choice(self.passing, "passing", f"case {self.id or '?'}", ("all", "any"))
         if self.contexts is not None:
             if isinstance(self.contexts, str) or not isinstance(self.contexts, Sequence):
                 raise ConfigError(f"case {self.id or '?'}: contexts must be a list of strings")
@@ -326,11 +324,11 @@ def _check(raw: Any, where: str, defaults: Mapping[str, Any], trust: SuiteTrust)
         value = options.pop("value")
     if isinstance(type_name, str):
         type_name = canonical_metric_name(type_name)  # another tool's name (answer_relevancy) is ours
-        if type_name not in RAG_METRICS and type_name not in EVALUATOR_TYPES:
+        if type_name not in BUILTIN_METRICS:
             raise ConfigError(
                 f"{where}: unknown evaluator type {shorten(type_name, 80)!r}"
-                f"{did_you_mean(type_name, [*RAG_METRICS, *EVALUATOR_TYPES])}; known types: "
-                f"{', '.join([*RAG_METRICS, *EVALUATOR_TYPES])} (and {', '.join(METRIC_ALIASES)} as aliases)"
+                f"{did_you_mean(type_name, BUILTIN_METRICS)}; known types: "
+                f"{', '.join(BUILTIN_METRICS)} (and {', '.join(METRIC_ALIASES)} as aliases)"
             )
     if type_name in RAG_METRICS:
         return Check(evaluator=_rag_metric(type_name, options, where, defaults), value=value)

@@ -1,26 +1,13 @@
 """What a suite file may name: judge hosts, cache folders and cost settings.
 
-A suite file (YAML/JSON, read by ``ragmetrics test`` or :meth:`~ragmetrics.regression.suite.Suite.from_file`)
-is data nobody vetted: it arrives with a pull request. So, unless the user allows more:
-
-- **Judge and embedding hosts.** An ``llm`` or ``embeddings`` spec with ``@URL`` (or a ``base_url``
-  option) may name only the provider's own host (``api.openai.com``, ``api.anthropic.com``, Gemini's,
-  Bedrock's and Vertex's) or a base URL the user configured: the provider's base-URL variable
-  (``OPENAI_BASE_URL``...), ``RAGMETRICS_JUDGE``, or ``llm=`` given in Python. Hosts are compared by
-  scheme, host and port. Any other host is refused, so data never chooses where a key goes.
-  Allowed by ``--allow-judge-url`` / ``allow_judge_url=True``.
-- **Cache folders.** A ``cache:`` path must lie inside the user's cache folder
-  (:func:`~ragmetrics.settings.default_cache_dir`); a suite may not point a cache at a folder it ships
-  with. Allowed by ``--allow-suite-cache`` / ``allow_suite_cache=True``.
-- **Cost settings.** Settings that multiply calls, tokens or time must lie in :data:`SUITE_RANGES`
-  (``reasks: 30`` or ``context_budget_tokens: 64`` would make one case cost dozens of calls), a size
-  cap may only be lowered, and a suite may not set ``prices``. Allowed by ``--allow-suite-settings`` /
-  ``allow_suite_settings=True``.
-
-``RAGMETRICS_SUITE_ALLOW=judge_url,cache,settings`` allows the same from the environment (the
-``ragmetrics test`` flags and the pytest plugin's ``--ragmetrics-allow-*`` options set it while they
-run, so suites that eval files load themselves follow them too). A refusal is a
-:class:`~ragmetrics.errors.ConfigError` naming the file, the field and the flag.
+A suite file is data nobody vetted (it arrives with a pull request), so unless the user allows more:
+an ``llm`` or ``embeddings`` spec may name only the provider's own host or a base URL the user
+configured (``--allow-judge-url``); a ``cache:`` path must lie inside the user's cache folder
+(``--allow-suite-cache``); settings that multiply calls, tokens or time must lie in
+:data:`SUITE_RANGES`, size caps may only be lowered and ``prices`` may not be set
+(``--allow-suite-settings``). ``RAGMETRICS_SUITE_ALLOW=judge_url,cache,settings`` allows the same from
+the environment. A refusal is a :class:`~ragmetrics.errors.ConfigError` naming the file, the field
+and the flag.
 """
 
 from __future__ import annotations

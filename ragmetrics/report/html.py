@@ -1,26 +1,11 @@
 r"""The self-contained HTML report: one file that shows every score and the evidence behind it.
 
 ``render_html(report)`` returns the page as a string; ``write_html_report(report, path)`` writes it.
-The page makes no network request: CSS, JavaScript and SVG are inline, and a Content-Security-Policy
-forbids anything else (only the page's own script and style run, by hash).
-
-What is drawn where:
-
-- **Server side** (here, every value through :func:`html.escape`): the header (samples, judges, a
-  prominent note when the offline heuristic judge scored the run, date, version, cost, tokens, calls,
-  cache hits), one card per metric (mean, 95% CI, pass rate, status counts, a score histogram and the
-  verdict mix of its claims as inline SVG, and its contexts by relevance and by use), the colour legend.
-- **Client side** (``assets/report.js``, building the DOM with ``textContent`` only): the sortable,
-  filterable, virtualised table of samples, and the detail of one sample (the answer with each claim's
-  span highlighted by verdict, the evidence quote highlighted inside its context, reasons, relevance,
-  cost, latency, errors; for a retrieval metric whose details list per-context verdicts, each
-  context's relevance, reason and the claims it supports), built only when the sample is opened.
-
-The records are embedded once, as compact JSON in a ``<script type="application/json">`` block with every
-``<`` written as ``\u003c`` (so no text can close the block). Strings are interned (a context shared by
-many samples, or a claim shared by faithfulness and groundedness, is stored once); claim spans and
-evidence quotes found in the text (verbatim, or folded as the quote check folds it) are stored as UTF-16
-offsets into the answer and context rather than as text. The layout of that JSON is described in
+The page makes no network request: CSS, JavaScript and SVG are inline under a Content-Security-Policy.
+The server side (here, every value through :func:`html.escape`) draws the header, one card per metric
+and the legend; the client side (``assets/report.js``, ``textContent`` only) draws the sample table
+and each sample's detail when opened. The records are embedded once as compact JSON in a
+``<script type="application/json">`` block (``<`` written as ``\u003c``), its layout described in
 :func:`ragmetrics.report._payload.build_payload`.
 """
 

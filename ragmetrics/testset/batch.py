@@ -1,17 +1,12 @@
 """Test-set generation through the providers' batch APIs (``generate(..., batch=True)``, ``--batch``).
 
 The eval pipeline's batch machinery (:mod:`ragmetrics.pipeline.batch`) with no second client: each
-wave of candidate slots runs in rounds through the same :class:`~ragmetrics.judge.providers.
-batch_judge.DeferringJudge`. A round writes and verifies every slot of the wave as in real time; each
-request not answered yet (by an earlier batch or the disk cache) is deferred, and the round's
-deferred requests go to the provider as one batch. The next round replays the answers and defers
-what they lead to (generation, then verification: two batches for a wave of answerable items, a third
-for claim extractions when a reference's own claims do not check out). The round that defers
-nothing is the wave's result, exactly the attempts a real-time run of that wave makes, at batch prices.
-
-A wait stopped by ``max_wait_s`` raises :class:`~ragmetrics.errors.BatchPendingError` with the
-items of the waves before it written; the same call with ``resume=True`` (``--resume``) collects the
-batches in the ledger and sends nothing twice.
+wave of candidate slots runs in rounds through the same
+:class:`~ragmetrics.judge.providers.batch_judge.DeferringJudge`, deferring each request not answered
+yet and sending a round's deferred requests as one batch, until a round defers nothing: exactly the
+attempts a real-time run of that wave makes, at batch prices. A wait stopped by ``max_wait_s`` raises
+:class:`~ragmetrics.errors.BatchPendingError` with the earlier waves written; ``resume=True``
+collects the batches in the ledger and sends nothing twice.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The offline generator: deterministic, extractive, no LLM and no key.
 
-What it is, plainly: questions are built from the documents' own sentences by fixed templates, and
-each reference is one or more sentences copied from the chunks. It finds no paraphrase and asks no
-inference beyond putting two copied sentences side by side; it exists so that the README example, CI
-and a first look at the pipeline run with no key, and so that the fake LLM server can answer the
-generation prompt. Its items go through the same verification (the claim machinery) as an LLM's.
-
-* ``single_hop``: the sentence of the chunk with the rarest content terms; ``X is/was/has ... `` becomes
-  ``What is X?``, anything else ``What does the text say about T?`` (T: that sentence's rarest term).
-* ``multi_hop`` / ``comparison``: one sentence from each chunk holding a term they share; the question
-  names the term (and, for comparison, the two headings or documents).
-* ``summary``: the chunk's first two sentences, asked for as a summary of its heading.
-* ``unanswerable``: a question about a year and a term the chunk does not put together; the
-  reference says the documents do not say.
+Questions are built from the documents' own sentences by fixed templates, and each reference is one
+or more sentences copied from the chunks: no paraphrase, no inference beyond putting two copied
+sentences side by side. It exists so that examples, CI and the fake LLM server run with no key; its
+items go through the same verification as an LLM's. Kinds: ``single_hop`` (the sentence with the
+rarest terms), ``multi_hop`` / ``comparison`` (sentences of two chunks sharing a term), ``summary``
+(a chunk's first two sentences) and ``unanswerable`` (a year and a term the chunk does not join).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from rapidfuzz import fuzz
 
 from ragmetrics._aio import run_sync
-from ragmetrics._check import check_flag
+from ragmetrics._check import check_choice, check_flag, check_int
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import Judge, resolve_judge
 from ragmetrics.judge.cache import CachingJudge
@@ -255,10 +255,8 @@ async def generate(
         BatchPendingError: Batch mode's ``max_wait_s`` passed with batches running (rerun with
             ``resume``: the items written so far are kept, nothing is sent twice).
     """
-    if concurrency < 1:
-        raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
-    if generator not in ("auto", "llm", "extractive"):
-        raise ConfigError(f"generator must be 'auto', 'llm' or 'extractive', got {generator!r}")
+    check_int(concurrency, "concurrency", "generate()", minimum=1)
+    check_choice(generator, "generator", "generate()", ("auto", "llm", "extractive"))
     normalise_mix(mix)
     options = batch_options(batch)
     chunks = prepare(documents, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens, limits=limits)

@@ -1,17 +1,12 @@
 """HTML pages as text for test-set generation, in time and memory linear in the page.
 
-A small tokenizer of our own, not ``html.parser``: the standard library's ``close()`` re-scans an
-unterminated rest of the page from every ``<`` in it in Pythons before 3.13.4 (``"<!--" * 200_000``
-ran past 300 s, ``"<a href='" * 20_000`` took 52 s), and its start-tag pattern keeps a backtracking
-frame per attribute (a 5.6 MB tag of ``<a b=c `` held 1 GB). Here every search is a ``str.find`` or
-a single-character-class regex search, each moving forward, and a tag is never matched as a whole.
-
-Only what text extraction needs is tokenized, as the HTML standard tokenizes it: comments
-(``<!-- ... -->``), declarations, processing instructions and CDATA (to the next ``>``), start and
-end tags (a quote opens an attribute value only after ``=``), and the raw text of ``<script>``,
-``<style>``, ``<title>`` and ``<textarea>`` up to their end tag. A construct left open at the end of
-the page runs to the end and is dropped, as a browser drops it; a ``<`` that starts none is text.
-Character references are decoded by :func:`html.unescape`.
+A small tokenizer of our own, not ``html.parser``, whose ``close()`` and start-tag pattern are
+quadratic or memory-hungry on hostile pages in Pythons before 3.13.4: here every search is a forward
+``str.find`` or single-character-class search, and a tag is never matched as a whole. Only what text
+extraction needs is tokenized, as the HTML standard does: comments, declarations, processing
+instructions, CDATA, start and end tags, and the raw text of ``<script>``, ``<style>``, ``<title>``
+and ``<textarea>``. A construct left open at the end is dropped, as a browser drops it; character
+references are decoded by :func:`html.unescape`.
 """
 
 from __future__ import annotations

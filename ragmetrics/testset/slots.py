@@ -1,16 +1,11 @@
 """Which chunks each candidate question is written from: a fixed list of slots, a pure function of the input.
 
-Slot ``i`` has a kind (the requested mix interleaved by largest remainder), a style (the styles in
-turn) and its chunks: one for ``single_hop``, ``summary`` and ``unanswerable`` (one walk, shared by
-these kinds, over the chunks in a seeded order that alternates between documents, so early slots
-already cover many documents and chunks); two
-for ``multi_hop`` and ``comparison`` (pairs of chunks sharing specific terms, best pairs first, never
-two neighbouring chunks of one document, which share their overlap). Because the list does not depend
-on what the judge answered, a resumed run walks the same slots, and a slot finished before a crash is
-skipped while the ones cut short hit the judge cache. Chunks with no sentence of four words or more
-outside their headings (a heading alone, a table row, a caption) get no slot, nor do pairs of two
-copies of one text (:data:`COPY_SHARE`): no question can be written from them, so each such candidate
-was one call wasted on a reject.
+Slot ``i`` has a kind (the requested mix interleaved by largest remainder), a style (in turn) and its
+chunks: one for ``single_hop``, ``summary`` and ``unanswerable`` (a seeded walk alternating between
+documents), two for ``multi_hop`` and ``comparison`` (pairs sharing specific terms, never neighbours
+of one document). Because the list does not depend on the judge's answers, a resumed run walks the
+same slots. Chunks with no sentence of four words or more, and pairs of two copies of one text
+(:data:`COPY_SHARE`), get no slot.
 """
 
 from __future__ import annotations
@@ -21,6 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import ConfigError
 from ragmetrics.testset.documents import Chunk
 from ragmetrics.testset.extractive import has_sentence
@@ -69,8 +65,8 @@ def normalise_mix(mix: Mapping[str, float] | None) -> dict[str, float]:
     unknown = sorted(set(mix) - set(KINDS))
     if unknown:
         raise ConfigError(f"mix: unknown kind(s) {unknown}; the kinds are {', '.join(KINDS)}")
-    if any(not isinstance(w, (int, float)) or w < 0 or math.isnan(w) for w in mix.values()):
-        raise ConfigError(f"mix: weights must be numbers >= 0, got {mix}")
+    for kind, weight in mix.items():
+        check_number(weight, f"the weight of {kind}", "mix", low=0)
     total = sum(mix.values())
     if total <= 0:
         raise ConfigError("mix: at least one kind needs a positive weight")
@@ -168,8 +164,7 @@ def plan_slots(
     Raises:
         ConfigError: A bad mix or style, no chunks, or a size below 1.
     """
-    if size < 1:
-        raise ConfigError(f"size must be >= 1, got {size}")
+    check_int(size, "size", "plan_slots()", minimum=1)
     if not chunks:
         raise ConfigError("no chunks to generate from: the documents are empty")
     bad = [s for s in styles if s not in STYLES]

@@ -1,17 +1,12 @@
 """One candidate from slot to item or reject: write it (LLM or extractive), then verify it with the claims.
 
-Calls per candidate with an LLM judge: one generation (question, reference, the reference's claims
-with their spans, and supporting quotes, in one structured reply), then one verification of those
-claims per chunk group of its contexts (one for these short contexts): two calls per accepted item.
-The generator's claims stand in for the claim extraction only when they check out against the
-reference: every span found in it, and together covering every content word of it (a reference that
-says more than its claims cannot slip an unchecked statement past the verification); otherwise the
-reference is split by the claim extraction call, as an answer is, and the item costs three. Checks
-that cost nothing run first, so a candidate that fails them pays one call: the quotes must be
-verbatim in the chunks, the question must not contain its answer. An item is written only if every
-claim of its reference is ``supported`` with an evidence quote found in the chunk it names (and, for
-two-chunk kinds, evidence from both chunks). An unanswerable question is kept only if the plausible
-answer the generator proposed is ``not_found`` in the chunks.
+With an LLM judge a candidate costs one generation call (question, reference, the reference's claims
+with spans, and supporting quotes) and one verification of those claims: two calls per accepted item,
+three when the generator's claims do not cover its reference and the reference is split by the claim
+extraction instead. Checks that cost nothing run first (quotes verbatim in the chunks, the question
+not holding its answer). An item is written only if every claim of its reference is ``supported`` with
+evidence found in the chunk it names (both chunks for two-chunk kinds); an unanswerable question only
+if its plausible answer is ``not_found``.
 """
 
 from __future__ import annotations

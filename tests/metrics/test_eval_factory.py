@@ -209,3 +209,30 @@ def test_one_evaluator_table_the_others_are_read_from_it():
     assert metric_from_name("contains", threshold=0.4).threshold == 0.9, "a fixed pass mark stays"
     with pytest.raises(ConfigError, match="unknown metric 'regex'"):
         metric_from_name("regex")
+
+
+def test_the_evaluator_list_is_written_once_and_every_other_site_derives_from_it():
+    import re
+    from pathlib import Path
+
+    from ragmetrics.calibration.labels import LABEL_FIELDS
+    from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
+    from ragmetrics.metrics.aliases import METRIC_ALIASES
+    from ragmetrics.regression.suite import Suite
+
+    assert list(BUILTIN_METRICS) == [*RAG_METRICS, *EVALUATOR_TYPES]
+    assert set(LABEL_FIELDS) == set(RAG_METRICS), "a label field for every RAG metric, and no other"
+    with pytest.raises(ConfigError) as caught:  # the suite's list of known types is the table's
+        Suite.from_data([{"input": "x", "evaluators": ["nonesuch"]}])
+    known = str(caught.value).split("known types: ", 1)[1]
+    assert known == f"{', '.join(BUILTIN_METRICS)} (and {', '.join(METRIC_ALIASES)} as aliases)"
+    # No module spells the evaluators out as a list (a run of more than seven type names in a row, as a
+    # docstring once listed all 15): a list written by hand would drift from the table.
+    package = Path(__file__).resolve().parents[2] / "ragmetrics"
+    longest: dict[str, int] = {}
+    for path in package.rglob("*.py"):
+        run = 0
+        for word in re.findall(r"\w+", path.read_text(encoding="utf-8")):
+            run = run + 1 if word in EVALUATOR_TYPES else run if word in ("and", "or") else 0
+            longest[str(path.relative_to(package))] = max(run, longest.get(str(path.relative_to(package)), 0))
+    assert {p: n for p, n in longest.items() if n > 7} == {}, "name the table (EVALUATOR_TYPES) instead"

@@ -1,29 +1,12 @@
 """The offline judge's context relevance: does one retrieved context bear on the question, by lexical overlap.
 
 :func:`context_relevance` is what the offline judge (and so the fake server) answers for the
-per-context relevance that ``context_relevancy`` asks. It is a heuristic and says so in every reason:
-it sees words, not meaning. Two equal-weight features, both shares of the question's *content stems*
-(stopwords and third-person pronouns dropped, Porter stems, see
-:func:`ragmetrics.judge.offline.claims._content_pairs`):
-
-* **coverage**: the weighted share of the question's content stems found anywhere in the context;
-* **focus**: the same share in the context's best three-sentence window (a sentence and its two
-  neighbours): a passage about the question names its terms together, a long passage that merely
-  uses many words names them far apart.
-
-Numbers (``1991``, ``two``) and names (a capitalised word that does not start a sentence, or an
-acronym) weigh :data:`ENTITY_WEIGHT`, other content stems 1: a context about another year or another
-person is about something else. The soft score is the mean of the two features; the context is
-relevant when it reaches :data:`RELEVANT_SCORE`. A question with no content words ("perhaps a
-sequel!") or an empty context is not relevant, score 0, and the reason says why.
-
-The constants are round numbers; nothing is fitted. ``benchmarks/retrieval_quality.py`` measures how
-well the score ranks a record's own contexts above contexts drawn from other records of
-``data/faithfulness_dev.jsonl``: soft-score AUROC 0.82 (BEGIN 0.72, ExpertQA 0.90). The threshold was
-first 0.5, which that benchmark showed to be far too strict (a third of ExpertQA's own contexts and a
-tenth of BEGIN's reached it, no distractor did); at 0.25 about 62% / 28% of own contexts and 4% / 1% of
-distractors count as relevant. Half of BEGIN's own contexts share no content word with the dialogue
-turn that stands as the question: no lexical judge can find those.
+per-context relevance that ``context_relevancy`` asks; it sees words, not meaning, and says so in
+every reason. The soft score is the equal-weight mean of two shares of the question's content stems:
+**coverage** (found anywhere in the context) and **focus** (found in its best three-sentence window),
+numbers and names weighing :data:`ENTITY_WEIGHT`. The context is relevant when the score reaches
+:data:`RELEVANT_SCORE`; a question with no content words or an empty context scores 0. The constants
+are round numbers, nothing is fitted; ``benchmarks/retrieval_quality.py`` measures them.
 """
 
 from __future__ import annotations

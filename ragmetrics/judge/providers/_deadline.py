@@ -1,16 +1,10 @@
 """A wall-clock limit on each HTTP attempt, however slowly the server sends.
 
-The SDKs' ``timeout`` bounds each read of the socket, so a server that trickles its reply (one byte a
-second) never trips it and holds the attempt as long as it likes. The HTTP client the provider judges
-build (:func:`deadline_client`) bounds the whole ``send`` instead: connecting, sending, the response
-hooks and reading the body all end at ``deadline_s``, raising the HTTP library's own ``ReadTimeout``
-(the SDK turns it into its ``APITimeoutError``, which the judge classifies as a ``timeout``), marked
-with whether the reply had begun, so that the message can say which limit ended it.
-
-Closing the client also closes every connection a reply came on, not only those its pool still
-holds: under attempts cut at the deadline, the SDKs' connection pool (httpcore2) now and then loses
-track of an idle connection, whose socket the garbage collector then finds open (a ResourceWarning,
-in whichever later code the collection falls). Those sockets are closed with the client instead.
+The SDKs' ``timeout`` bounds each socket read, so a server trickling one byte a second never trips it.
+The HTTP client the provider judges build (:func:`deadline_client`) bounds the whole ``send`` instead
+(connect, send, hooks and body end at ``deadline_s``), raising the HTTP library's ``ReadTimeout``
+marked with whether the reply had begun. Closing the client also closes every connection a reply
+came on, even those the pool lost track of, so no socket is left for the garbage collector.
 """
 
 from __future__ import annotations

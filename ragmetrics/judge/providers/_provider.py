@@ -2,18 +2,11 @@
 
 The concurrency bound, the retry loop, truncation handling, usage and cost accounting, and
 per-event-loop SDK clients. Usage counts every HTTP attempt (a :class:`~ragmetrics.judge.metering.Meter`
-fed by hooks on the SDK's HTTP client, :meth:`ProviderJudge._http_client`), and rides on the reply,
-on the :class:`~ragmetrics.errors.JudgeError` of a failed request, or (cancelled) on the row's
-:func:`~ragmetrics.judge.metering.unclaimed` tally.
-
-Subclasses implement three things: build an SDK client, make one structured call through
-instructor, and classify an SDK exception into a :class:`~ragmetrics.judge.retry.Failure`.
-
-A judge built around a user's own SDK client (``llm=AsyncOpenAI(...)``) never changes or closes that
-object: each event loop gets a copy (``client.with_options``) with the SDK's retries off, the judge's
-timeout and, when the client uses the SDK's default HTTP client, a fresh metered one; only that copy
-is closed. A client with its own ``http_client`` (proxies, certificates) keeps it, unmetered by hooks
-(the retry loop counts the attempts), and the shared HTTP client is left open.
+fed by hooks on the SDK's HTTP client) and rides on the reply, on the failed request's
+:class:`~ragmetrics.errors.JudgeError`, or on the row's :func:`~ragmetrics.judge.metering.unclaimed`
+tally. Subclasses build an SDK client, make one structured call through instructor, and classify an
+SDK exception into a :class:`~ragmetrics.judge.retry.Failure`. A user's own SDK client is never
+changed or closed: each event loop gets a copy (``with_options``), and only the copy is closed.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Real-time calls taken apart for a provider batch: the request a call would send, and its replies replayed.
 
-A batch request must be the very request the real-time adapter sends, and its reply must be read
-exactly as the adapter reads a real-time one (the same response model, instructor's parsing, the
-same re-asks, the same wire-form fallback). So neither is rebuilt here: the adapter's own structured
-call (:meth:`ProviderJudge._call`) runs on an SDK client whose HTTP transport never touches the
-network. It answers the call's HTTP requests, in order, with the replies a batch has brought back so
-far; at the first request it has no reply for, it stops the call and hands that request's JSON body
-over, to be sent in the next batch. So:
-
-- with no replies, the call gives the body of its first request (what real time would send first);
-- a valid reply gives the validated value, as in real time;
-- an invalid reply makes instructor re-ask: the re-ask's body is the next request, and once its reply
-  is back the replay gives the value (or re-asks again, up to the judge's ``reasks``);
-- an error reply (HTTP 4xx/5xx in a batch's error file) is raised by the SDK and classified by the
-  adapter (:meth:`ProviderJudge._classify`), like a real-time error.
+A batch request must be the very request the real-time adapter sends, and its reply read exactly as
+the adapter reads one, so neither is rebuilt here: the adapter's own call
+(:meth:`ProviderJudge._call`) runs on an SDK client whose transport never touches the network. It
+answers the call's requests, in order, with the replies batches brought back; at the first request it
+has no reply for, it stops and hands that request's body over for the next batch. So an invalid reply
+makes instructor re-ask (the next request), and an error reply is classified by the adapter
+(:meth:`ProviderJudge._classify`), as in real time.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """The providers' batch APIs through their real SDKs: submit requests, poll a batch, read its results.
 
-- OpenAI (:class:`OpenAIBatches`): the requests go up as one JSONL file (``client.files.create``,
-  ``purpose="batch"``; lines ``{custom_id, method: "POST", url: "/v1/chat/completions", body}``), the
-  batch is created over it (``client.batches.create``, ``completion_window="24h"``), polled with
-  ``client.batches.retrieve`` until ``completed`` / ``failed`` / ``expired`` / ``cancelled``, and read
-  from its ``output_file_id`` and ``error_file_id`` (``client.files.content``).
-- Anthropic (:class:`AnthropicBatches`): ``client.messages.batches.create(requests=[{custom_id,
-  params}])``, ``.retrieve`` until ``processing_status == "ended"``, ``.results`` (JSONL of
-  ``succeeded`` / ``errored`` / ``canceled`` / ``expired`` results).
-
-A result is a *reply* as :mod:`ragmetrics.judge.providers._replay` replays it: ``(HTTP status, JSON
-body)`` for an answered request (``200`` and a Chat Completions / Messages body, or an error status
-and the provider's error body), or a *lost* marker ``{"lost": "expired" | "cancelled" | "failed" |
-"missing", "message": ...}`` for a request that was never answered. Management calls (upload, poll,
-download, list) use the SDK's own retries; a failure that outlasts them is a
-:class:`~ragmetrics.errors.JudgeError` with status ``provider_error``. The create is the one call
-that costs money, so it is never retried blindly: it carries an idempotency key (the ledger's intent
-id; on OpenAI also in ``metadata``), and a create whose reply is lost is looked up in the provider's
-list of batches before another is sent (:meth:`BatchAPI.submit`).
+:class:`OpenAIBatches` uploads a JSONL file and creates a batch over it; :class:`AnthropicBatches`
+uses ``client.messages.batches``. A result is a reply as :mod:`ragmetrics.judge.providers._replay`
+replays it, ``(HTTP status, JSON body)``, or a *lost* marker for a request never answered. Management
+calls use the SDK's own retries, then raise :class:`~ragmetrics.errors.JudgeError`. The create, the
+one call that costs money, carries an idempotency key and is never retried blindly: a create whose
+reply is lost is looked up in the provider's list of batches first (:meth:`BatchAPI.submit`).
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Judge requests answered through a provider batch: the deferring judge and the ledger it keeps on disk.
 
-A batch run goes in rounds (see :mod:`ragmetrics.pipeline.batch`). In each round the metrics run as
-usual, but their judge is a :class:`DeferringJudge`: a request that is already answered (by an earlier
-batch, or in the judge's disk cache) is answered at once; any other request is *deferred*: its exact
-real-time request body is put in the round's outbox and the metric gets a :class:`DeferredError`,
-so that it stops there. The runner sends the outbox as one provider batch, and once the batch has
-ended it adds each result to its request's conversation in the :class:`BatchLedger`. In the next
-round the request is answered by replaying its conversation through the real-time adapter
-(:mod:`ragmetrics.judge.providers._replay`): the same response model, validation, re-asks and
-truncation rule as a real-time call. A valid reply is written to the judge's disk cache under the
-real-time key, so that a later real-time run of the same data makes no call.
-
-What a failed request becomes, as in real time: a transient failure (HTTP 429 or 5xx, a request that
-expired or was cancelled in the batch) is sent again in the next batch, at most ``resubmits`` times;
-output cut off at the token limit is sent again with twice the room, up to ``max_tokens_cap``; an
-invalid reply is re-asked (``reasks``); anything else is a :class:`~ragmetrics.errors.JudgeError`
-with its status, which becomes that record's status. Nothing is dropped.
-
-A request's conversation is keyed by the first 48 hex digits of its cache key; the n-th request sent
-for it has ``custom_id`` ``KEY48-n`` (valid for both APIs: ``[a-zA-Z0-9_-]{1,64}``). The ledger is a
-folder per judge (:class:`~ragmetrics.judge.rows.JsonRows`: JSON in SQLite rows, never pickles)
-holding the conversations and the batches submitted (id, provider, custom_ids, whether their results
-are in), plus ``batches.json``, a readable list of the batches.
+In each round of a batch run (:mod:`ragmetrics.pipeline.batch`) the metrics' judge is a
+:class:`DeferringJudge`: a request already answered (by an earlier batch or the disk cache) is answered
+at once; any other is deferred (its exact real-time body put in the round's outbox) and the metric
+gets a :class:`DeferredError`. Batch results are added to each request's conversation in the
+:class:`BatchLedger` and replayed through the real-time adapter (:mod:`ragmetrics.judge.providers._replay`),
+so validation, re-asks and truncation follow real-time rules; valid replies go to the disk cache.
+Transient failures are resubmitted (``resubmits``); nothing is dropped. The ledger is a folder of
+JSON rows per judge, keyed by the first 48 hex digits of each request's cache key.
 """
 
 from __future__ import annotations

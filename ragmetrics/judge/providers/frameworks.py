@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import ConfigError, JudgeError, JudgeOutputError, shorten
 from ragmetrics.judge.base import JudgeReply, JudgeRequest, Message, ModelT
 from ragmetrics.judge.pricing import cost_usd, load_prices
@@ -132,11 +133,9 @@ class FrameworkJudge:
         reasks: int = 2,
         prices: Any = None,
     ) -> None:
-        for name, value, low in (("max_concurrency", max_concurrency, 1), ("reasks", reasks, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"llm: {name} must be a whole number >= {low}, got {value!r}")
-        if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
-            raise ConfigError(f"llm: timeout_s must be a number > 0, got {timeout_s!r}")
+        check_int(max_concurrency, "max_concurrency", "llm", minimum=1)
+        check_int(reasks, "reasks", "llm", minimum=0)
+        check_number(timeout_s, "timeout_s", "llm", low=0, low_open=True)
         self._llm = llm
         self.kind = kind
         self.max_concurrency = max_concurrency

@@ -1,28 +1,13 @@
 """The OpenAI judge, for OpenAI itself and any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).
 
-The same adapter serves Azure OpenAI (``azure:DEPLOYMENT@ENDPOINT``, through ``openai.AsyncAzureOpenAI``),
-Gemini's OpenAI-compatible endpoint (``gemini:MODEL``), gateways such as LiteLLM (``openai:MODEL@URL``)
-and a user's own ``AsyncOpenAI`` / ``AsyncAzureOpenAI`` client.
-
-Structured output goes through instructor over the official ``openai`` SDK. The SDK's own retries are
-off (``max_retries=0``): transient failures are retried by :mod:`ragmetrics.judge.retry` with backoff
-and Retry-After.
-
-The response schema is sent in one of four wire forms (``JudgeSettings.mode``): a forced tool call
-with ``strict: true``; ``response_format`` ``json_schema`` with ``strict: true``; llama-cpp-python's
-``{"type": "json_object", "schema": ...}``; plain JSON mode (schema in the prompt only). Instructor
-builds the request for its nearest mode and parses the reply; the strict tool or ``response_format``
-is then set through the SDK's ``extra_body``, which overrides the keys instructor wrote (instructor
-1.x sends no ``strict`` flag of its own). ``mode="auto"`` starts with tools and, when a server rejects
-a form (HTTP 400/422 naming it, or llama-cpp-python's 500 for a body that fails its validation),
-moves to the next form. Who remembers it depends on what was refused: a form this judge's server has
-never accepted is remembered for the judge (that is, for its server), while a form the server has
-accepted before was refused for that request's schema (a shape too large for its limits), so only
-requests of that shape (the schema's class and shape) use the next form and every other request keeps
-its own. A request answered in a weaker form than the strict tool call counts in ``Usage.downgraded``.
-
-No validation ``context`` is ever passed to instructor: with one, instructor renders every message as
-a Jinja2 template, and sample text must stay data.
+The same adapter serves Azure OpenAI, Gemini's OpenAI-compatible endpoint, gateways such as LiteLLM
+and a user's own ``AsyncOpenAI`` / ``AsyncAzureOpenAI`` client. Structured output goes through
+instructor over the ``openai`` SDK, whose own retries are off (:mod:`ragmetrics.judge.retry` retries).
+The schema is sent in one of four wire forms (``JudgeSettings.mode``): strict tool call, strict
+``json_schema``, llama-cpp's ``json_object`` with a schema, or plain JSON mode; ``mode="auto"`` moves
+to the next form when a server refuses one, remembering it for the server or for that schema's shape,
+and counts a weaker form in ``Usage.downgraded``. No validation ``context`` is ever passed to
+instructor, which would render sample text as a Jinja2 template.
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """The claim engine: ONE call plan, run by the metrics and read by the estimator.
 
-A claim metric declares a :class:`ClaimTask`: which text is split into claims (the answer or the
-reference), what the claims are checked against (the contexts, the reference, the answer, or
-nothing), whether the reference is split too (``also``) and what is asked per context
-(``per_context``). :func:`plan` turns a task and a sample into the calls that sample needs:
-
-1. **Extract** (one call per distinct question + text, the reference's beside the answer's): atomic
-   claims, each with its span and relevance to the question, plus whether the text addresses the
-   question at all. No call for an empty text.
-2. **Verify** (one call per chunk of the sources; the sources are split into chunks of at most
-   ``budget_tokens``): a verdict per claim with the deciding source, a verbatim quote and a reason;
-   with ``also``, every claim is also judged against the other text; with ``per_context``, each
-   context lists the claims it supports (and its relevance to the question). Across chunks a claim
-   is supported if any chunk supports it, else contradicted if any contradicts it, else not_found. No
-   call when there are no claims or no sources (unless the metric forces it).
-
-:func:`ragmetrics.metrics.claims.run.run_claims` runs a plan; ``ragmetrics.pipeline.estimate``
-prices the same plan, so an estimate cannot drift from a run. The claim metrics on one judge in a
-run get one merged task (:func:`merge_tasks`), so they ask identical requests, which the caching
-judge makes once: the three RAG metrics cost two calls per sample, all seven two without a reference
-and three with one.
+A claim metric declares a :class:`ClaimTask`: which text is split into claims, what the claims are
+checked against, whether the other text is split too (``also``) and what is asked per context
+(``per_context``). :func:`plan` turns a task and a sample into its calls: one **extract** call per
+distinct text (claims with spans and relevance), then one **verify** call per chunk of the sources
+(a verdict, quote and reason per claim; supported in any chunk wins). No call for an empty text or no
+claims. :func:`ragmetrics.metrics.claims.run.run_claims` runs a plan and
+``ragmetrics.pipeline.estimate`` prices the same plan; :func:`merge_tasks` gives the claim metrics on
+one judge identical requests, which the caching judge makes once.
 """
 
 from __future__ import annotations
@@ -31,6 +19,7 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
+from ragmetrics._check import check_choice
 from ragmetrics.errors import ConfigError
 from ragmetrics.judge import JudgeRequest, Message
 from ragmetrics.judge.offline.claims import states_facts
@@ -148,8 +137,7 @@ class ClaimTask:
     def __post_init__(self) -> None:
         if self.also is not None and (self.split != "answer" or self.against != "contexts"):
             raise ConfigError("ClaimTask: also='reference' goes with split='answer', against='contexts'")
-        if self.per_context not in (0, 1, 2):
-            raise ConfigError(f"ClaimTask: per_context must be 0, 1 or 2, got {self.per_context!r}")
+        check_choice(self.per_context, "per_context", "ClaimTask", (0, 1, 2))
 
     @property
     def v2(self) -> bool:

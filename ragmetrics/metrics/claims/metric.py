@@ -1,19 +1,10 @@
 """The claim metric: a :class:`~ragmetrics.metrics.claims.engine.ClaimTask` plus one pure scoring function.
 
-A claim metric is a class with a ``name``, a ``task`` (what is split, what it is checked against) and
-a ``scoring`` function from the :class:`Found` claims and verdicts to a :class:`ClaimScore`. The base
-class does the rest once for every claim metric: the judge (resolved lazily, shared by the pipeline),
-the input checks its :class:`~ragmetrics.metrics.base.Needs` imply, running the plan, the failure
-result, latency, the claim rates and the ``*_sync`` twins. A new metric that splits the reference::
-
-    def recall(found: Found) -> ClaimScore:
-        hits = sum(c.verdict == "supported" for c in found.claims)
-        return ClaimScore(score=hits / len(found.claims), reasoning=f"{hits} supported")
-
-    class ToyRecall(ClaimMetric):
-        name = "toy_recall"
-        task = ClaimTask(split="reference", against="contexts")
-        scoring = staticmethod(recall)
+A claim metric is a :class:`ClaimMetric` subclass with a ``name``, a ``task`` (what is split, what it
+is checked against) and a ``scoring`` function from the :class:`Found` claims and verdicts to a
+:class:`ClaimScore`. The base class does the rest once for every claim metric: the judge (resolved
+lazily, shared by the pipeline), the input checks its :class:`~ragmetrics.metrics.base.Needs` imply,
+running the plan, the failure result, latency, the claim rates and the ``*_sync`` twins.
 """
 
 from __future__ import annotations
@@ -26,7 +17,8 @@ from typing import Any, ClassVar
 
 from ragmetrics import __version__
 from ragmetrics._aio import run_sync
-from ragmetrics.errors import ConfigError, InvalidInputError, JudgeError, NoScoreError
+from ragmetrics._check import check_int
+from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge
 from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at, too_long_to_split
@@ -257,9 +249,9 @@ class ClaimMetric(JudgeHolder):
             ConfigError: Bad threshold or budget, or a malformed spec (checked at once).
         """
         self.threshold = check_threshold(threshold, type(self).__name__)
-        if not isinstance(context_budget_tokens, int) or context_budget_tokens < 64:
-            raise ConfigError(f"{type(self).__name__}: context_budget_tokens must be an int >= 64")
-        self.context_budget_tokens = context_budget_tokens
+        self.context_budget_tokens = check_int(
+            context_budget_tokens, "context_budget_tokens", type(self).__name__, minimum=64
+        )
         self._shared_task: ClaimTask | None = None
         self._init_judge(type(self).__name__, llm, cache, judge_options)
 

@@ -1,20 +1,12 @@
 """Response schemas of the claim machinery: what the judge must return, checked with pydantic.
 
-The JSON schemas carry no titles or descriptions: they travel in every request as prompt tokens,
-and the prompts already say what each field means. They are written the way strict structured output
-wants them (every property required, ``additionalProperties: false``, no defaults), so that a server
-that honours the schema cannot produce an invalid reply.
-
-The contract lives in the schema, built per request shape (:func:`extraction_model`,
-:func:`verification_model`): one verdict slot per claim (an object keyed by claim index, every key
-required), a context index that is one of the contexts that exist (an enum, or null), at least one
-claim when the answer plainly states facts. A shape whose index enums would hold more than
-:data:`MAX_ENUM_VALUES` values in all (a row with 1,200 contexts) writes its indices as integers with
-``minimum``/``maximum`` instead, a form that fits providers' schema limits (OpenAI's strict mode caps
-the enum values of a schema); the validators check the same ranges either way. The validators
-repeat the contract as a second line for servers that ignore schemas; they close over the shape's
-numbers (no validation context is ever passed to instructor: a context makes instructor render
-every message as a Jinja2 template).
+The JSON schemas carry no titles or descriptions (they travel in every request as prompt tokens) and
+are written as strict structured output wants them (every property required, no extra properties),
+so a server that honours the schema cannot reply invalidly. They are built per request shape
+(:func:`extraction_model`, :func:`verification_model`): one verdict slot per claim and context indices
+that exist (an enum, or integer bounds past :data:`MAX_ENUM_VALUES`). The validators repeat the
+contract for servers that ignore schemas, closing over the shape's numbers (never an instructor
+validation context).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Checking what the judge says against the text it was given: spans, quotes, one targeted re-ask.
 
-A claim's ``span`` must be found in the text it was split from (the answer, or the reference for
-reference claims), and a ``supported`` or ``contradicted`` verdict's evidence quote in the context it
-cites, both with :func:`~ragmetrics.metrics.claims.engine.quote_found`: the one normaliser and fuzzy
-rule that groundedness and the HTML report share. A reply that fails gets ONE re-ask that names exactly
-what was not found (it is an attempt like any other: counted in ``Usage.calls`` and ``Usage.reasks``);
-the reply with fewer failures is kept, and what still fails is recorded (:class:`Checked`), never
-guessed or dropped. How an unverified claim counts in a score is the metrics' business
-(``ragmetrics.metrics.claims.metric``): a claim whose span is not found is left out of the score and
-counted; a verdict whose quote is not found counts as ``not_found``.
-
-A judge that reads its inputs passes these checks on its first reply, so it costs no extra call.
+A claim's ``span`` must be found in the text it was split from, and a ``supported`` or
+``contradicted`` verdict's quote in the context it cites, both with
+:func:`~ragmetrics.metrics.claims.engine.quote_found`. A reply that fails gets ONE re-ask naming what
+was not found (counted in ``Usage.calls`` and ``Usage.reasks``); the reply with fewer failures is
+kept, and what still fails is recorded (:class:`Checked`), never guessed or dropped. A judge that
+reads its inputs passes on its first reply, at no extra call.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 r"""The custom evaluator's sandbox process: runs JavaScript in QuickJS, one fresh context per request.
 
-Started by ``_js_pool`` (beside this file) as ``python -I <this file>``; it imports only the standard
-library and ``quickjs``, so it starts fast and holds nothing of the host. Whatever the JavaScript does
-(spin, flood the job queue, exhaust memory, crash QuickJS) happens in this process; the parent enforces
-the wall-clock cap by killing it and reads a crash as a result, so the host process never stalls or dies.
-
-Frames on stdin and stdout are a 4-byte big-endian length and that many bytes of UTF-8 JSON. The first
-frame out is ``{"kind": "ready"}``. Requests are ``{"op": "run", "source", "output", "timeout",
-"memory_bytes"}`` or ``{"op": "check", "source", "timeout", "memory_bytes"}``; the reply to a run is the
-harness's JSON (``{"ok": true, "value": ..., "nonfinite": ...}`` or ``{"ok": false, "error": ...}``,
-with ``"kind": "unusable"`` when the result could not be turned into JSON), to a check
-``{"kind": "ok", "problem": "..."}``, and ``{"kind": "timeout" | "memory" | "error" | "internal",
-"error": ...}`` when the evaluation did not finish.
-
-Caps held here, for the whole evaluation: QuickJS's memory limit on the context, the deadline checked
-before every promise job with each job's CPU-time limit set to what is left, ``RLIMIT_AS`` (address
-space: the process's size at the start plus the memory cap plus ``_SLACK_BYTES``) for anything QuickJS
-does not count, and ``RLIMIT_CPU`` so an orphaned worker cannot spin forever. The source crosses into
-QuickJS as ASCII JSON text, the output directly unless it holds a lone surrogate (the binding crashes
-on those: then as ASCII JSON too); results leave through ``JSON.stringify`` of a depth-limited plain
-copy (``JSON.stringify`` has no stack check in QuickJS).
+Started by ``_js_pool`` as ``python -I <this file>``; it imports only the standard library and
+``quickjs``, so whatever the JavaScript does (spin, exhaust memory, crash QuickJS) happens here and the
+host never stalls or dies. Frames on stdin and stdout are a 4-byte big-endian length and UTF-8 JSON:
+``ready`` first, then one reply per ``run`` or ``check`` request. Caps held here for the whole
+evaluation: QuickJS's memory limit, a deadline checked before every promise job, ``RLIMIT_AS`` and
+``RLIMIT_CPU``; the parent enforces the wall-clock cap by killing the process.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ragmetrics.errors import ConfigError
+from ragmetrics._check import check_int
 from ragmetrics.metrics.evaluators.base import Scored
 
 WRAPPED_ADVICE = "it is scored as a whole; tell the model to reply with the raw document and nothing else"
@@ -14,15 +14,7 @@ _FENCE = re.compile(r"\A\s*(```|~~~)")
 
 def check_limit(value: object, option: str, owner: str, low: int, high: int | None = None) -> int:
     """``value`` if it is an integer (not a bool) in ``[low, high]``, else a ``ConfigError`` naming it."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < low
-        or (high is not None and value > high)
-    ):
-        span = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise ConfigError(f"{owner}: {option} must be an integer {span}, got {value!r}")
-    return value
+    return check_int(value, option, owner, minimum=low, maximum=high)
 
 
 def too_long(text: str, max_chars: int, what: str) -> Scored | None:

@@ -1,24 +1,12 @@
 """The evaluator base: shared options, the evaluate trio, and the one place a raw score becomes a result.
 
-Every classic evaluator (``exact_match`` ... ``custom``) subclasses :class:`Evaluator`, implements
-``_score`` (a coroutine, for evaluators that wait on a judge or a provider) or ``_score_sync``
-(CPU-bound work such as parsing or matching, which ``_score`` runs on a worker thread for inputs over
-:data:`INLINE_CHARS` characters, so a slow evaluation never stalls the event loop) and returns a
-:class:`Scored`; :meth:`Evaluator.evaluate` applies ``negate`` and the pass mark the same way for all
-of them and builds the :class:`~ragmetrics.score.MetricResult`.
-
-Shared options follow the Cannonade document:
-
-- ``threshold``: the pass mark of graded evaluators (default 0.9). ``contains`` and ``json_match`` use
-  a fixed pass mark of 0.9; ``exact_match``, ``regex`` and ``json_validity`` are pass or fail on their
-  own (fixed pass mark 1.0). The LLM evaluators that return their own verdict take an optional
-  threshold that stacks on top of the verdict.
-- ``case_sensitive``: off by default, except for ``exact_match``.
-- ``negate``: the score becomes ``1 - score`` (a judge's verdict is inverted too) and is compared
-  against the pass mark again. ``custom`` refuses it: the function itself expresses the inversion.
-
-A result without a score (``status`` other than ``ok``) has ``passed=None``; a suite counts it as
-not passed.
+Every classic evaluator subclasses :class:`Evaluator` and implements ``_score`` (a coroutine) or
+``_score_sync`` (CPU-bound work, run on a worker thread for inputs over :data:`INLINE_CHARS`
+characters) returning a :class:`Scored`; :meth:`Evaluator.evaluate` applies ``negate`` and the pass
+mark alike for all and builds the :class:`~ragmetrics.score.MetricResult`. Shared options:
+``threshold`` (graded evaluators, default 0.9; others keep a fixed pass mark), ``case_sensitive``
+(off except for ``exact_match``) and ``negate`` (``1 - score``). A result without a score has
+``passed=None``.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 r"""custom: a function you write scores the output, in Python or in sandboxed JavaScript.
 
-The function receives the output and returns ``{score, details}`` (a bare number or boolean is also
-accepted); the score is clamped to [0, 1] and compared against the threshold (default 0.9). A score
-that is NaN or infinite is not a score (status ``invalid_input``). ``negate`` is refused: the function
-itself is the place to express the inversion.
-
-- **Python**: any callable ``(output) -> {"score": ..., "details": ...}``, sync or async. Sync
-  callables run on a worker thread so a slow check does not stall the event loop.
-- **JavaScript** (for suites loaded from files): source text that evaluates to a function, e.g.
-  ``(output) => ({ score: output.split('\n').length <= 3 ? 1 : 0, details: 'At most three lines' })``.
-  It runs in a fresh QuickJS context per call (the ``quickjs`` package: a separate JavaScript engine,
-  not Node) inside a sandbox process, never in the host: no ``require``, ``process``, ``fs``,
-  ``fetch`` or module loader exists there and nothing of Python is exposed to it. An async function's
-  promise is awaited. The caps hold for the whole evaluation, promise jobs included: ``timeout``
-  (default 5 s of wall-clock time; a process still busy ``_js_pool.GRACE_S``
-  later is killed) and ``memory_limit_mb`` (default 64 MB for QuickJS, with the process's address
-  space capped a little above it). The result must be JSON-ready: nested at most 100 levels deep and
-  at most 8 M characters of JSON. A crash of the engine ends only its process. Processes come from a
-  small pool (``_js_pool.POOL_SIZE``, at least 4) and are reused; a killed or
-  crashed one is replaced, so a stalled script never holds up the evaluations beside it.
-
-A function that throws, exceeds a cap, crashes or returns something unusable gives a result without a
-score and a message saying which (status ``timeout`` for the time cap, ``invalid_input`` otherwise),
+The function receives the output and returns ``{score, details}`` (or a bare number or boolean); the
+score is clamped to [0, 1] and compared with the threshold (default 0.9); NaN is ``invalid_input`` and
+``negate`` is refused. A Python callable (sync or async; sync ones run on a worker thread) is called
+directly. JavaScript source (for suites loaded from files) runs in a fresh QuickJS context inside a
+sandbox process from a small pool (:mod:`ragmetrics.metrics.evaluators._js_pool`), with no access to
+the host, under a ``timeout`` and a ``memory_limit_mb``. A function that throws, exceeds a cap,
+crashes or returns something unusable gives a result without a score and a message saying which,
 never an exception out of :meth:`~ragmetrics.metrics.evaluators.base.Evaluator.evaluate`.
 """
 

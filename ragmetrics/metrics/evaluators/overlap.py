@@ -1,29 +1,12 @@
 r"""N-gram overlap evaluators: rouge (ROUGE-L F-measure) and bleu (sentence BLEU over 1- and 2-grams).
 
 Both reproduce their reference implementations to the last bit (``tests/parity/``), only faster:
-
-- ``rouge`` equals ``rouge_score.rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)`` F-measure:
-  the same tokenizer (lowercase, ASCII letters and digits only, everything else separates tokens) and
-  the same float arithmetic; the longest common subsequence comes from ``rapidfuzz`` (bit-parallel)
-  instead of a Python table. ``case_sensitive=True`` keeps upper-case letters as token characters.
-- ``bleu`` equals ``nltk.translate.bleu_score.sentence_bleu(weights=(0.5, 0.5),
-  smoothing_function=SmoothingFunction().method1)`` on our tokens: modified (clipped) 1- and 2-gram
-  precision, geometric mean, brevity penalty ``exp(1 - r/c)`` when the output is shorter than the
-  reference. **Smoothing: method1 (epsilon 0.1)**: an order with no match counts 0.1 matches instead of
-  0, so one missing bigram does not zero the score, and orders with a match are left untouched. (With
-  no smoothing nltk warns and returns ~0 for any text without a shared bigram.) Consequence: a
-  one-token output scores at most sqrt(0.1) = 0.316, since it has no bigram to match; use
-  ``exact_match`` for labels. Tokens are runs of word characters or single punctuation marks
-  (``\w+|[^\w\s]``, Unicode-aware), case-folded unless ``case_sensitive``.
-
-ROUGE-L's longest common subsequence is quadratic in the token counts (bit-parallel, ~n*m/64 steps):
-the ``rouge`` evaluator scores sides of at most ``max_chars`` characters (default 200,000) and
-``max_chars // 2`` tokens; longer ones are ``invalid_input``. The costliest text at the cap (random
-two-character tokens on both sides) takes ~0.7 s. ``rouge_l`` itself has no cap. BLEU is linear.
-
-One deliberate difference, for both: when *neither* side has a single token (both empty, or for ROUGE
-both without ASCII letters or digits), the references return 0; here the score is 1.0 when the two
-trimmed (case-folded) texts are equal and 0.0 otherwise, so identical texts always score 1.
+``rouge`` equals ``rouge_score``'s ``rougeL`` F-measure (same tokenizer and arithmetic, the longest
+common subsequence from ``rapidfuzz``); ``bleu`` equals nltk's ``sentence_bleu(weights=(0.5, 0.5))``
+with smoothing method1 on our tokens (``\w+|[^\w\s]``, case-folded unless ``case_sensitive``), so a
+one-token output scores at most 0.316: use ``exact_match`` for labels. ROUGE-L is quadratic, so the
+``rouge`` evaluator refuses sides over ``max_chars`` as ``invalid_input``. One deliberate difference:
+when neither side has a token, two equal trimmed texts score 1.0 (the references return 0).
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Model-graded evaluators: llm_judge (Synaptic), llm_rubric and g_eval (Cannonade).
 
 Each builds a :class:`~ragmetrics.judge.base.JudgeRequest` from a versioned prompt file and a pydantic
-response schema and asks the (caching) judge; the reply's usage and the judge's identity go into the
-result. A :class:`~ragmetrics.errors.JudgeError` becomes a result with its ``status`` and message and
-no score, never an exception.
-
-- ``llm_judge``: a 0-10 rating normalised to 0-1 (``LLM judge score: 9.0/10``); passes at 0.5 by
-  default, as in Synaptic. A custom prompt template must hold ``{input}``, ``{prediction}`` and
-  ``{reference}``; its reply is free text, parsed for a number in 0..10. The schema's validator rejects
-  a reply without one (so instructor re-asks and the cache never keeps it); if the judge never gives
-  one, the result has status ``judge_output_invalid`` and a :class:`~ragmetrics.errors.JudgeOutputError`
-  message (Synaptic's parsing error, as data).
-- ``llm_rubric``: the judge decides whether the output satisfies a plain-language criterion and returns
-  its verdict and a score in [0, 1]. An optional threshold stacks on top of the verdict.
-- ``g_eval``: two judge calls: derive evaluation steps from the criteria (memoised per criteria on the
-  evaluator, besides the judge cache), then grade 0-10 against them with a verdict; threshold as above.
-
-``llm_rubric`` and ``g_eval`` replace ``{{output}}`` and ``{{input}}`` in the criterion text.
+response schema and asks the (caching) judge; a :class:`~ragmetrics.errors.JudgeError` becomes a result
+with its status and no score, never an exception. ``llm_judge`` normalises a 0-10 rating (passes at
+0.5; a custom template holds ``{input}``, ``{prediction}`` and ``{reference}``). ``llm_rubric`` returns
+a verdict and a score for a plain-language criterion. ``g_eval`` derives evaluation steps from the
+criteria (memoised), then grades against them. ``llm_rubric`` and ``g_eval`` replace ``{{output}}``
+and ``{{input}}`` in the criterion text; their optional threshold stacks on the verdict.
 """
 
 from __future__ import annotations
@@ -184,8 +174,7 @@ class LLMJudgeEvaluator(_JudgedEvaluator):
     ) -> None:
         super().__init__(llm, threshold=threshold, negate=negate, cache=cache, judge_options=judge_options)
         if prompt is not None:
-            if not isinstance(prompt, str) or not prompt.strip():
-                raise ConfigError(f"llm_judge: prompt must be a non-empty template string, got {prompt!r}")
+            check_option_text(prompt, "prompt", "llm_judge", expected="a non-empty template string")
             missing = [f"{{{f}}}" for f in _TEMPLATE_FIELDS if f"{{{f}}}" not in prompt]
             if missing:
                 raise ConfigError(f"llm_judge: the prompt template must contain {', '.join(missing)}")

@@ -1,25 +1,11 @@
 """Output-contract evaluators: json_validity, json_match, html_validation.
 
-All three read the *entire* output: a markdown code fence or a sentence of preamble around the payload
-makes it fail, and the reasoning says so (the fix belongs in the system prompt: ask for the raw
-document and nothing else).
-
-- ``json_validity``: the output parses as JSON (RFC 8259: no NaN/Infinity). Pass or fail; the
-  reasoning carries the parser's message and position.
-- ``json_match``: output and expected value both parse; every key path (arrays by index) is collected
-  on both sides, and the score is the number of paths present on both sides with equal values over the
-  number of paths of the side that has more. Missing and extra keys both lower it. Fixed pass mark 0.9.
-- Numbers are read exactly (``decimal``, never ``float``): ``1e400`` and ``1e401`` differ, ``1``,
-  ``1.0`` and ``1e0`` are equal, and an integer of any length is valid, without touching Python's
-  process-wide ``sys.set_int_max_str_digits``.
-- ``html_validation`` is in :mod:`ragmetrics.metrics.evaluators.html_validation` (also importable
-  from here).
-
-Limits keep hostile inputs cheap: more than ``max_chars`` characters (10,000,000 for JSON; 1,000,000
-for HTML, about 1.5 s of tokenizing) gives an ``invalid_input`` result without parsing; JSON nested
-deeper than ``max_depth`` is invalid (as in most production parsers). Scoring runs on a worker
-thread (see :class:`~ragmetrics.metrics.evaluators.base.Evaluator`), so a long parse never stalls the
-event loop.
+All three read the entire output: a code fence or preamble around the payload fails, and the reason
+says so. ``json_validity`` passes when the output parses as JSON (RFC 8259); ``json_match`` scores the
+key paths equal on both sides over the paths of the larger side (pass mark 0.9). Numbers are read
+exactly (``decimal``). ``html_validation`` lives in :mod:`ragmetrics.metrics.evaluators.html_validation`
+(also importable from here). Outputs over ``max_chars`` are ``invalid_input`` without parsing, JSON
+nested deeper than ``max_depth`` is invalid, and scoring runs on a worker thread.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """Literal and character-level evaluators: exact_match, contains, regex, levenshtein, f1.
 
 - ``exact_match``: both sides trimmed, then compared; case-sensitive by default. Pass or fail.
-- ``contains``: the expected value is a comma-separated list of terms; the score is the share found in
-  the output (3 of 4 gives 0.75); fixed pass mark 0.9.
-- ``regex``: the pattern (validated at construction, a :class:`~ragmetrics.errors.ConfigError` when
-  invalid) must match somewhere in the output. Patterns come from config files, so matching runs under
-  the ``regex`` package's ``timeout`` on a worker thread (the GIL released): a catastrophic pattern
-  ends as a ``timeout`` result, never a hang. Compiling is bounded too: the ``regex`` package unrolls
-  the *minimum* count of every repetition when it compiles (``a{1000000}`` costs 0.6 s and 270 MB,
-  ``a{1000000000}`` exhausts memory), so before compiling, the pattern is read with the package's own
-  parser and refused with a ``ConfigError`` when it is longer than :data:`MAX_REGEX_CHARS` characters
-  or its size with repetitions multiplied out (every item times the minimum counts of the repetitions
-  around it: ``(?:a{1000}){1000}`` is 1,000,000) exceeds :data:`MAX_REGEX_SIZE`. Upper bounds cost
-  nothing to compile (``.{0,5000}`` and ``a{0,1000000000}`` are accepted); their matching is what the
-  timeout caps. The costliest accepted patterns found compile in under 0.5 s and 130 MB. Matching
-  memory grows with the output (``^(?:a|ab|b)*$`` on 10 MB exhausted 4 GB) and with each capture
-  group, so outputs over ``max_chars`` (1,000,000), or over 4,000,000 / (1 + capture groups)
-  characters, are ``invalid_input`` instead of matched: at most ~160 MB measured.
-- ``levenshtein``: ``1 - normalised edit distance`` (distance / length of the longer string) on the
-  trimmed strings, as ``rapidfuzz`` computes it. Its cost is quadratic (bit-parallel, about n*m/64
-  steps, slower for non-ASCII text), so a side longer than ``max_chars`` (default 50,000, checked
-  before and after case folding) is ``invalid_input`` instead of scored: the costliest text at the
-  cap (random CJK on both sides) takes ~0.5 s, 100,000 characters ~1.3 s.
-- ``f1``: F1 over the *unique* whitespace-separated tokens of each side (set overlap, no bag counts).
+- ``contains``: the share of the expected comma-separated terms found in the output; pass mark 0.9.
+- ``regex``: the pattern must match somewhere in the output. Patterns come from config files, so they
+  are refused when too long or too large once repetitions are multiplied out (:data:`MAX_REGEX_CHARS`,
+  :data:`MAX_REGEX_SIZE`), matching runs under a timeout, and long outputs are ``invalid_input``.
+- ``levenshtein``: ``1 - normalised edit distance`` (rapidfuzz); a side over ``max_chars`` is
+  ``invalid_input``, since the cost is quadratic.
+- ``f1``: F1 over the unique whitespace-separated tokens of each side.
 
 Case-insensitive comparison uses ``str.casefold``.
 """
