@@ -356,7 +356,9 @@ def test_bad_answer_and_dialect_names_are_config_errors() -> None:
         ConfigError, match="answer must be 'offline', 'schema', 'placeholder', 'copycat' or a function"
     ):
         FakeLLMServer(answer="schemas")  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="FakeLLMServer: dialect must be 'openai' or 'llama-cpp', got 'vllm'"):
+    with pytest.raises(
+        ConfigError, match="FakeLLMServer: dialect must be 'openai' or 'llama-cpp', got 'vllm'"
+    ):
         FakeLLMServer(dialect="vllm")  # type: ignore[arg-type]
 
 
