@@ -11,6 +11,7 @@ everywhere alike.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from numbers import Real
@@ -25,10 +26,13 @@ __all__ = [
     "check_field",
     "check_flag",
     "check_int",
+    "check_json_object",
     "check_nesting",
+    "check_one_of",
     "check_number",
     "check_option_text",
     "check_seconds",
+    "check_size",
     "check_unit",
     "config_error",
     "env_number",
@@ -348,4 +352,92 @@ def check_nesting(value: Any, field: str, *, row: int | str | None = None) -> An
             row=row,
             detail="it nests deeper, or holds itself; flatten it or leave it out",
         )
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def check_json_object(
+    value: Any, field: str, *, row: int | str | None = None, detail: str | None = None
+) -> dict[str, Any]:
+    """``value`` as a dict: a mapping with string keys, or the text of a JSON object parsed.
+
+    Blank text is the empty object (some servers send ``""`` for a call without arguments). ``NaN`` and
+    ``Infinity`` are not JSON, so they are refused; so is a value nested past :data:`MAX_NESTING`.
+
+    Args:
+        value: A mapping, or the JSON text of an object.
+        field: The field (``messages[2].tool_calls[0].function.arguments``).
+        row: The dataset row, when known.
+        detail: What to do about it, for the message (a default says to give a JSON object).
+
+    Raises:
+        InvalidInputError: Not a mapping, not JSON, JSON but not an object, or a key that is no string.
+    """
+    what = detail or 'give the arguments as a JSON object, such as {"query": "..."}'
+    parsed: Any = value
+    if isinstance(value, str):
+        if not value.strip():
+            return {}
+        try:
+            parsed = json.loads(value, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "too deep"
+            raise InvalidInputError(
+                field, "the text of a JSON object", row=row, detail=f"not JSON: {reason}; {what}"
+            ) from None
+        if not isinstance(parsed, Mapping):
+            kind = type(parsed).__name__
+            raise InvalidInputError(
+                field, "a JSON object", row=row, detail=f"the JSON holds a {kind}; {what}"
+            )
+    check_field(parsed, field, Mapping, "a JSON object (a mapping)", row=row, detail=what)
+    check_nesting(parsed, field, row=row)
+    for key in parsed:
+        check_field(key, f"{field} key", str, "a string", row=row, detail="JSON object keys are strings")
+    return dict(parsed)
+
+
+def check_size(
+    count: int,
+    cap: int,
+    field: str,
+    unit: str,
+    *,
+    row: int | str | None = None,
+    hint: str,
+    at_least: bool = False,
+) -> int:
+    """``count`` if it is at most ``cap`` (a number of messages, of characters).
+
+    With ``at_least``, ``count`` is what was counted before stopping (the message says "or more").
+
+    Raises:
+        InvalidInputError: ``field`` holds more than ``cap`` ``unit``; the message says the cap and ``hint``.
+    """
+    if count > cap:
+        raise InvalidInputError(
+            field,
+            f"at most {cap:,} {unit}",
+            row=row,
+            detail=f"it holds {count:,}{' or more' if at_least else ''}; {hint}",
+        )
+    return count
+
+
+def check_one_of(
+    value: Any, field: str, choices: Iterable[str], *, row: int | str | None = None, detail: str | None = None
+) -> str:
+    """``value`` if it is one of the strings ``choices`` (a message's ``role``, a record's ``type``).
+
+    Raises:
+        InvalidInputError: Anything else; the message lists the choices.
+    """
+    allowed = tuple(choices)
+    if not isinstance(value, str) or value not in allowed:
+        *first, last = [repr(c) for c in allowed]
+        expected = f"one of {', '.join(first)} or {last}" if first else last
+        raise InvalidInputError(field, expected, value, row=row, detail=detail)
     return value
