@@ -205,16 +205,18 @@ def _mismatches(
     return found
 
 
+def _named(kind: str, item: Mapping[str, Any]) -> str:
+    if kind != "wrong_arguments":
+        return str(item["name"])
+    keys = "; ".join(f"{k} " + ", ".join(item[k]) for k in ("added", "removed", "changed") if item[k])
+    return f"{item['name']} ({keys})"
+
+
 def _describe(found: Mapping[str, list[Any]]) -> str:
     parts = []
     for kind, items in found.items():
         if items:
-            names = ", ".join(
-                f"{x['name']} ({'; '.join(f'{k} ' + ', '.join(x[k]) for k in ('added', 'removed', 'changed') if x[k])})"
-                if kind == "wrong_arguments"
-                else str(x["name"])
-                for x in items
-            )
+            names = ", ".join(_named(kind, x) for x in items)
             parts.append(f"{len(items)} {kind.replace('_', ' ')}: {names}")
     return "; ".join(parts)
 
