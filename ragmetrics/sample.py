@@ -364,21 +364,22 @@ class Conversation(BaseModel):
             reader.count(
                 sum(len(c.name) + len(_json_text(c.arguments)) for c in expected), "expected_tool_calls"
             )
-        goal = check_field(goal, "goal", str, "a string or None", row=row, optional=True)
+        wanted: str | None = check_field(goal, "goal", str, "a string or None", row=row, optional=True)
         ident = check_field(id, "id", (str, int), "a string or an integer", row=row, optional=True)
+        name: str | None = None if ident is None else str(ident)
         extra: Mapping[str, Any] | None = check_field(
             meta, "meta", Mapping, "a mapping", row=row, optional=True
         )
         check_nesting(extra, "meta", row=row)
-        for name, text in (("goal", goal), ("id", None if ident is None else str(ident))):
+        for field, text in (("goal", wanted), ("id", name)):
             if text is not None:
-                reader.count(len(text), name)
-                check_text(text, name, row=row)
+                reader.count(len(text), field)
+                check_text(text, field, row=row)
         return cls(
             messages=parsed,
-            id=None if ident is None else str(ident),
+            id=name,
             expected_tool_calls=expected,
-            goal=goal,
+            goal=wanted,
             meta=dict(extra or {}),
         )
 
@@ -478,7 +479,7 @@ class _MessageReader:
         row = self.row
         at = f"messages[{i}]"
         if isinstance(raw, Message):
-            raw = raw.model_dump()
+            raw = raw.model_dump(exclude_defaults=True)
         item: Mapping[str, Any] = check_field(
             raw, at, Mapping, 'a mapping {"role": ..., "content": ...}', row=row
         )
@@ -521,7 +522,7 @@ class _MessageReader:
         for k, text in enumerate(contexts):
             check_text(text, f"{at}.contexts[{k}]", row=row)
         return Message(
-            role=role,  # type: ignore[arg-type]  # checked against ROLES
+            role=role,  # checked against ROLES
             content=content,
             tool_calls=calls,
             tool_call_id=call_id,
@@ -589,7 +590,9 @@ class _MessageReader:
                 )
             return None
         fix = "a tool message answers the id of a call an earlier assistant message made"
-        call_id = check_field(value, field, str, "the id of an earlier tool call", row=self.row, detail=fix)
+        call_id: str = check_field(
+            value, field, str, "the id of an earlier tool call", row=self.row, detail=fix
+        )
         if call_id not in self.calls:
             raise InvalidInputError(
                 field,
