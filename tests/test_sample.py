@@ -231,7 +231,7 @@ def test_turns_of_the_example_conversations():
     steps = examples["canberra-two-steps"].turns()
     assert [(t.index, len(t.tool_calls), len(t.tool_results)) for t in steps] == [(5, 2, 2), (7, 0, 0)]
     assert steps[0].result("call_2") is not None
-    assert steps[0].result("call_2").content == "Canberra has a population of about 460,000 people."  # type: ignore[union-attr]
+    assert steps[0].result("call_2").content == "Canberra has a population of about 460,000 people."
     assert examples["warranty-agent"].expected_tool_calls == (
         ToolCall(name="search_docs", arguments={"query": "X200 warranty"}),
     )
