@@ -2,7 +2,8 @@
 
 :mod:`ragmetrics.pipeline.dataset` reads sources into rows and re-exports these; a bad row is not an
 exception there: :func:`to_sample` raises ``InvalidInputError`` naming the row and the field (and the
-column it was read from), and the pipeline turns it into that row's error record.
+column it was read from), and the pipeline turns it into that row's error record. A conversation row
+(``Row.conversation``) is validated by :func:`to_conversation` instead.
 """
 
 from __future__ import annotations
@@ -15,9 +16,18 @@ from typing import Any
 
 from ragmetrics._check import MAX_NESTING, check_nesting, nesting_depth
 from ragmetrics.errors import InvalidInputError
-from ragmetrics.sample import Sample, check_sample_text
+from ragmetrics.pipeline.conversations import read_conversation
+from ragmetrics.sample import Conversation, Sample, check_sample_text
 
-__all__ = ["Row", "contexts_problem", "plain_value", "provenance", "reference_problem", "to_sample"]
+__all__ = [
+    "Row",
+    "contexts_problem",
+    "plain_value",
+    "provenance",
+    "reference_problem",
+    "to_conversation",
+    "to_sample",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +48,10 @@ class Row:
     field_problems: Mapping[str, str] | None = None
     """Why a field is unusable though the row was read (``contexts``: a trace's documents recorded without
     their text): the metrics that need it get ``invalid_input`` with this message, the others score."""
+    conversation: Mapping[str, Any] | Conversation | None = None
+    """The row as a conversation (a record with ``messages``, a RAGAS ``user_input`` list or DeepEval
+    ``turns``, and no answer; or a ready Conversation), read by :func:`to_conversation`; ``values`` then
+    holds at most the record's ``id``. None for a sample row."""
 
 
 _TOO_DEEP = f"(dropped: nested more than {MAX_NESTING} levels deep)"
@@ -75,6 +89,14 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
             (and the column it was read from).
     """
     values = row.values
+    if row.conversation is not None and row.problem is None:
+        raise InvalidInputError(
+            "messages",
+            "absent from a sample row",
+            row=row.index,
+            detail="this row is a conversation (chat messages, RAGAS user_input messages or DeepEval "
+            "turns); the pipeline does not score conversations yet",
+        )
     if values is None or row.problem is not None:
         exc = InvalidInputError("(row)", "a dict of sample fields or a Sample", row=row.index)
         if row.problem is not None:  # escaped as InvalidInputError escapes (a path may hold surrogates)
@@ -125,6 +147,27 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
         if column != base:
             exc.args = (f"{exc.args[0]} (read from column '{column}')",)
         raise
+
+
+def to_conversation(row: Row) -> Conversation:
+    """Validate one conversation row (``Row.conversation``) into a conversation.
+
+    Raises:
+        InvalidInputError: The row is unreadable or a sample row, or its record is refused (see
+            :func:`ragmetrics.pipeline.conversations.read_conversation`); the message names the row.
+    """
+    if row.problem is not None or row.conversation is None:
+        what = (
+            row.problem
+            or "a sample row, not a conversation (it has no messages, nor RAGAS or DeepEval turns)"
+        )
+        exc = InvalidInputError("messages", "a conversation record", row=row.index)
+        message = f"row {row.index}: {what}"
+        exc.args = (message.encode("utf-8", "backslashreplace").decode("utf-8"),)
+        raise exc
+    if isinstance(row.conversation, Conversation):
+        return row.conversation
+    return read_conversation(row.conversation, row=row.index)
 
 
 def _reference(

@@ -1,7 +1,7 @@
 """Conversation records in, :class:`~ragmetrics.sample.Conversation` out: OpenAI, RAGAS and DeepEval forms.
 
 :func:`conversation_format` tells a conversation record from a sample row (a ``messages`` key, a RAGAS
-``user_input`` that is a list of messages, a DeepEval ``turns`` list); :func:`to_conversation` converts
+``user_input`` that is a list of messages, a DeepEval ``turns`` list); :func:`read_conversation` converts
 one record. Each reader maps the other tool's fields onto the chat format and leaves every check to
 ``Conversation.from_fields``; an error that names ``messages[i]`` also says where that message came from
 in the record (``turns[3]``, ``user_input[5]``).
@@ -23,7 +23,7 @@ __all__ = [
     "from_deepeval",
     "from_openai",
     "from_ragas",
-    "to_conversation",
+    "read_conversation",
 ]
 
 ConversationFormat = Literal["openai", "ragas", "deepeval"]
@@ -47,7 +47,7 @@ def conversation_format(record: Mapping[str, Any]) -> ConversationFormat | None:
     return None
 
 
-def to_conversation(record: Mapping[str, Any], *, row: int | str | None = None) -> Conversation:
+def read_conversation(record: Mapping[str, Any], *, row: int | str | None = None) -> Conversation:
     """Convert one record in any of the three forms.
 
     Raises:

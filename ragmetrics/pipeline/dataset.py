@@ -6,7 +6,8 @@ is read from its own name, the names other tools use (``ALIASES``) or a looser o
 Files are UTF-8 unless ``encoding=`` says otherwise, decoded line by line (:mod:`._file_rows`). A
 tabular source lacking a needed column is a ``ConfigError`` at once; a bad row is not an exception
 here: :func:`to_sample` raises ``InvalidInputError`` naming the row and the field, which the pipeline
-turns into that row's error record.
+turns into that row's error record. A record without an answer that is a conversation (see
+:func:`~ragmetrics.pipeline.conversations.conversation_format`) is a conversation row (``Row.conversation``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from ragmetrics.pipeline._file_rows import (
     read_lines,
     read_text,
 )
-from ragmetrics.pipeline._row import Row, plain_value, provenance, to_sample
-from ragmetrics.sample import Sample
+from ragmetrics.pipeline._row import Row, plain_value, provenance, to_conversation, to_sample
+from ragmetrics.pipeline.conversations import conversation_format
+from ragmetrics.sample import Conversation, Sample
 
 __all__ = [
     "ALIASES",
@@ -38,6 +40,7 @@ __all__ = [
     "detect_encoding",
     "provenance",
     "read_lines",
+    "to_conversation",
     "to_sample",
 ]
 
@@ -306,6 +309,8 @@ class Dataset:
             return item
         if isinstance(item, Sample):
             return Row(index, item)
+        if isinstance(item, Conversation):
+            return Row(index, None if item.id is None else {"id": item.id}, conversation=item)
         if isinstance(item, Mapping):
             return self._mapped(index, item)
         return Row(
@@ -328,6 +333,10 @@ class Dataset:
             if value is not _MISSING:
                 values[field] = plain_value(value)
                 used[field] = column
+        if "answer" not in values and conversation_format(item) is not None:
+            record = {str(key): plain_value(value) for key, value in item.items()}
+            ident = {"id": record["id"]} if record.get("id") is not None else None
+            return Row(index, ident, conversation=record, source=item)
         return Row(index, values, columns=used, source=item)
 
     def _pandas_rows(self) -> Iterator[Row]:

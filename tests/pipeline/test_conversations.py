@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from importlib import resources
+
 import pytest
 
 from ragmetrics.errors import InvalidInputError
@@ -9,9 +12,10 @@ from ragmetrics.pipeline.conversations import (
     conversation_format,
     from_deepeval,
     from_ragas,
-    to_conversation,
+    read_conversation,
 )
-from ragmetrics.sample import ToolCall
+from ragmetrics.pipeline.dataset import Dataset, to_conversation, to_sample
+from ragmetrics.sample import Conversation, ToolCall
 
 OPENAI = {
     "id": "chat-1",
@@ -99,11 +103,11 @@ def test_each_form_is_recognised_and_a_sample_row_is_none():
     assert conversation_format(DEEPEVAL) == "deepeval"
     assert conversation_format({"user_input": "a question", "response": "an answer"}) is None
     with pytest.raises(InvalidInputError, match=r"keys found: answer, question"):
-        to_conversation({"question": "q", "answer": "a"}, row=3)
+        read_conversation({"question": "q", "answer": "a"}, row=3)
 
 
 def test_an_openai_record_is_read_as_logged():
-    conversation = to_conversation(OPENAI, row=0)
+    conversation = read_conversation(OPENAI, row=0)
     assert conversation.id == "chat-1" and conversation.goal == "know the warranty"
     assert conversation.expected_tool_calls == (
         ToolCall(name="search_docs", arguments={"query": "X200 warranty"}),
@@ -115,7 +119,7 @@ def test_an_openai_record_is_read_as_logged():
 
 
 def test_a_ragas_multi_turn_sample():
-    conversation = to_conversation(RAGAS, row=1)
+    conversation = read_conversation(RAGAS, row=1)
     roles = [m.role for m in conversation.messages]
     assert roles == ["user", "assistant", "tool", "user", "assistant", "tool", "assistant"]
     assert conversation.messages[1].tool_calls == (
@@ -153,7 +157,7 @@ def test_a_ragas_tool_message_needs_a_call_to_answer():
 
 
 def test_a_deepeval_conversational_test_case():
-    conversation = to_conversation(DEEPEVAL, row=2)
+    conversation = read_conversation(DEEPEVAL, row=2)
     assert [m.role for m in conversation.messages] == [
         "user",
         "assistant",
@@ -201,3 +205,46 @@ def test_a_deepeval_error_says_which_turn_it_came_from():
         InvalidInputError, match=r"field 'turns\[0\].role' must be one of 'user' or 'assistant'"
     ):
         from_deepeval({"turns": [{"role": "system", "content": "x"}]})
+
+
+def test_a_dataset_reads_conversation_rows_beside_sample_rows(tmp_path):
+    example = resources.files("ragmetrics") / "data" / "example_conversations.jsonl"
+    rows = list(Dataset(str(example)))
+    assert len(rows) == 5 and all(r.conversation is not None for r in rows)
+    assert rows[0].values == {"id": "eiffel-support"}
+    first = to_conversation(rows[0])
+    assert first.id == "eiffel-support" and len(first.turns()) == 3
+    with pytest.raises(InvalidInputError) as caught:
+        to_sample(rows[0])
+    assert str(caught.value) == (
+        "row 0: field 'messages' must be absent from a sample row (this row is a conversation (chat "
+        "messages, "
+        "RAGAS user_input messages or DeepEval turns); the pipeline does not score conversations yet)"
+    )
+
+    ready = Conversation.from_messages([{"role": "user", "content": "hi"}], id="ready")
+    sample_row, ragas_row, ready_row, chat_with_answer = Dataset(
+        [{"question": "q", "answer": "a"}, RAGAS, ready, {"messages": [], "answer": "a"}]
+    )
+    assert sample_row.conversation is None and to_sample(sample_row).answer == "a"
+    assert to_conversation(ragas_row).goal == RAGAS["reference"]
+    assert to_conversation(ready_row) is ready and ready_row.values == {"id": "ready"}
+    assert (
+        chat_with_answer.conversation is None
+    )  # an answer makes it a sample row, its messages an extra column
+    with pytest.raises(InvalidInputError, match=r"^row 0: a sample row, not a conversation"):
+        to_conversation(sample_row)
+
+
+def test_a_bad_conversation_row_names_its_row(tmp_path):
+    path = tmp_path / "chats.jsonl"
+    path.write_text(
+        json.dumps({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}]})
+        + "\n",
+        encoding="utf-8",
+    )
+    (row,) = Dataset(str(path))
+    with pytest.raises(
+        InvalidInputError, match=r"^row 0: field 'messages\[1\].content' must be non-blank text"
+    ):
+        to_conversation(row)
