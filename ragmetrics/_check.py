@@ -364,8 +364,9 @@ def check_json_object(
 ) -> dict[str, Any]:
     """``value`` as a dict: a mapping with string keys, or the text of a JSON object parsed.
 
-    Blank text is the empty object (some servers send ``""`` for a call without arguments). ``NaN`` and
-    ``Infinity`` are not JSON, so they are refused; so is a value nested past :data:`MAX_NESTING`.
+    Blank text is the empty object (some servers send ``""`` for a call without arguments). Only JSON
+    values pass: ``NaN``, ``Infinity``, a key that is no string and a Python object (a ``datetime``) are
+    refused, naming where they are; so is a value nested past :data:`MAX_NESTING`.
 
     Args:
         value: A mapping, or the JSON text of an object.
@@ -374,7 +375,7 @@ def check_json_object(
         detail: What to do about it, for the message (a default says to give a JSON object).
 
     Raises:
-        InvalidInputError: Not a mapping, not JSON, JSON but not an object, or a key that is no string.
+        InvalidInputError: Not a mapping, not JSON, JSON but not an object, or not a JSON value inside.
     """
     what = detail or 'give the arguments as a JSON object, such as {"query": "..."}'
     parsed: Any = value
@@ -395,9 +396,34 @@ def check_json_object(
             )
     check_field(parsed, field, Mapping, "a JSON object (a mapping)", row=row, detail=what)
     check_nesting(parsed, field, row=row)
-    for key in parsed:
-        check_field(key, f"{field} key", str, "a string", row=row, detail="JSON object keys are strings")
+    problem = _not_json(parsed)
+    if problem is not None:
+        raise InvalidInputError(field, "a JSON object", row=row, detail=f"{problem}; {what}")
     return dict(parsed)
+
+
+def _not_json(value: Any) -> str | None:
+    """What in ``value`` (nested at most ``MAX_NESTING`` deep) JSON cannot hold, and where; or None."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if node is None or isinstance(node, (str, bool, int)):
+            continue
+        where = path or "the top level"
+        if isinstance(node, float):
+            if math.isfinite(node):
+                continue
+            return f"{node!r} at {where} is not a JSON number"
+        if isinstance(node, Mapping):
+            for key, item in node.items():
+                if not isinstance(key, str):
+                    return f"the key {shorten(repr(key), 40)} at {where} is not a string"
+                stack.append((item, f"{path}[{key!r}]"))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node))
+        else:
+            return f"a {type(node).__name__} at {where} is not a JSON value"
+    return None
 
 
 def check_size(

@@ -12,9 +12,12 @@ from ragmetrics._check import (
     check_field,
     check_flag,
     check_int,
+    check_json_object,
     check_number,
+    check_one_of,
     check_option_text,
     check_seconds,
+    check_size,
     check_unit,
     config_error,
 )
@@ -127,3 +130,29 @@ def test_no_module_checks_a_number_by_hand():
             if by_hand:
                 found.append(f"{path.relative_to(package)}:{node.lineno}: {test[:80]}")
     assert found == [], "use ragmetrics._check (check_int, check_number, check_unit...)"
+
+
+def test_a_json_object_is_parsed_or_refused_naming_what_and_where():
+    assert check_json_object('{"a": [1, 2.5]}', "args") == {"a": [1, 2.5]}
+    assert check_json_object(" ", "args") == {} and check_json_object({"a": None}, "args") == {"a": None}
+    with pytest.raises(
+        InvalidInputError, match=r"field 'args' must be a JSON object \(the JSON holds a str;"
+    ):
+        check_json_object('"text"', "args", row=2)
+    with pytest.raises(InvalidInputError, match=r"not JSON: Infinity is not a JSON number"):
+        check_json_object('{"a": Infinity}', "args")
+    with pytest.raises(InvalidInputError, match=r"inf at \['a'\]\[0\] is not a JSON number"):
+        check_json_object({"a": [math.inf]}, "args")
+
+
+def test_a_size_cap_and_a_choice_of_strings():
+    assert check_size(10, 10, "messages", "messages", hint="split it") == 10
+    with pytest.raises(InvalidInputError) as caught:
+        check_size(11, 10, "messages", "messages", row=1, hint="split it", at_least=True)
+    assert (
+        str(caught.value)
+        == "row 1: field 'messages' must be at most 10 messages (it holds 11 or more; split it)"
+    )
+    assert check_one_of("user", "role", ("user", "tool")) == "user"
+    with pytest.raises(InvalidInputError, match=r"field 'role' must be one of 'user' or 'tool', got int 1"):
+        check_one_of(1, "role", ("user", "tool"))

@@ -134,6 +134,13 @@ def test_arguments_must_be_a_json_object():
     assert "must be a JSON object (the JSON holds a list;" in _refused(listed)
     nan = [{"role": "assistant", "tool_calls": [_call("a", "f", '{"x": NaN}')]}]
     assert "not JSON: NaN is not a JSON number" in _refused(nan)
+    python_value = [
+        {"role": "assistant", "tool_calls": [{"id": "a", "name": "f", "arguments": {"d": {1, 2}}}]}
+    ]
+    assert _refused(python_value) == (
+        "row 7: field 'messages[0].tool_calls[0].arguments' must be a JSON object (a set at ['d'] is not a "
+        'JSON value; give the arguments as a JSON object, such as {"query": "..."})'
+    )
 
 
 def test_values_nested_too_deep_and_lone_surrogates_are_refused():
