@@ -241,7 +241,7 @@ class Dataset:
                 raise ConfigError(f"dataset: {exc}") from None
             if alias is not None:
                 resolved[field] = alias
-            elif field in self.required:
+            elif field in self.required and not present & {"messages", "turns"}:  # a conversation table
                 raise ConfigError(
                     f"dataset has no column '{field}' (needed by the metrics); its columns are: "
                     f"{', '.join(names)}; name yours with columns={{'{field}': '<column>'}}"

@@ -248,3 +248,10 @@ def test_a_bad_conversation_row_names_its_row(tmp_path):
         InvalidInputError, match=r"^row 0: field 'messages\[1\].content' must be non-blank text"
     ):
         to_conversation(row)
+
+
+def test_a_dataframe_of_chats_needs_no_answer_column():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": ["c1"], "messages": [OPENAI["messages"]]})
+    (row,) = Dataset(frame)
+    assert to_conversation(row).turns()[0].answer == "It lasts two years."
