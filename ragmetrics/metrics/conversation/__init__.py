@@ -1,12 +1,43 @@
-"""Metrics of a conversation: for now the tool-call metrics, which need no judge.
+"""Metrics of a conversation: the claim metrics per assistant turn, and the tool-call metrics.
 
-:class:`~ragmetrics.metrics.conversation.tools.ToolCallAccuracy` and
+:func:`~ragmetrics.metrics.conversation.turn_claims.evaluate_turns` runs the claim metrics on every
+assistant turn, each read as a sample by :func:`~ragmetrics.metrics.conversation.turns.turn_sample`
+(its evidence: the turn's contexts, its tool results and the user's messages; its question: after a
+bounded history). :class:`~ragmetrics.metrics.conversation.tools.ToolCallAccuracy` and
 :class:`~ragmetrics.metrics.conversation.tools.ToolCallF1` compare the calls an agent made with the
-calls expected of it (in order, and as multisets). They are not in ``BUILTIN_METRICS`` yet.
+calls expected of it (in order, and as multisets). None is in ``BUILTIN_METRICS`` yet.
 """
 
 from __future__ import annotations
 
 from ragmetrics.metrics.conversation.tools import ToolCallAccuracy, ToolCallF1, json_equal
+from ragmetrics.metrics.conversation.turn_claims import (
+    ConversationClaims,
+    TurnResult,
+    evaluate_turns,
+    share_claim_judges,
+)
+from ragmetrics.metrics.conversation.turns import (
+    DEFAULT_HISTORY_BUDGET_TOKENS,
+    Evidence,
+    EvidenceMap,
+    HistoryCut,
+    turn_evidence,
+    turn_sample,
+)
 
-__all__ = ["ToolCallAccuracy", "ToolCallF1", "json_equal"]
+__all__ = [
+    "DEFAULT_HISTORY_BUDGET_TOKENS",
+    "ConversationClaims",
+    "Evidence",
+    "EvidenceMap",
+    "HistoryCut",
+    "ToolCallAccuracy",
+    "ToolCallF1",
+    "TurnResult",
+    "evaluate_turns",
+    "json_equal",
+    "share_claim_judges",
+    "turn_evidence",
+    "turn_sample",
+]
