@@ -18,6 +18,12 @@ from pydantic import BaseModel
 
 from ragmetrics._fake.wire import Call
 from ragmetrics.metrics.claims.schemas import ClaimExtraction, ClaimVerification
+from ragmetrics.metrics.conversation.judgements import read_transcript
+from ragmetrics.metrics.conversation.schemas import (
+    CompletenessJudgement,
+    KnowledgeRetentionJudgement,
+    TaskCompletionJudgement,
+)
 from ragmetrics.metrics.evaluators.rubric import (
     EvaluationSteps,
     GEvalGrade,
@@ -111,6 +117,18 @@ def _generate_reader(user_texts: Sequence[str]) -> dict[str, Any] | None:
     return None
 
 
+def _transcript_reader(user_texts: Sequence[str]) -> dict[str, Any] | None:
+    """A conversation-level prompt's messages (and goal, for task completion), read back."""
+    for text in user_texts:
+        if "<messages>" in text:
+            found: dict[str, Any] = {"messages": read_transcript(text)}
+            blocks = parse_blocks(text)
+            if "goal" in blocks:
+                found["goal"] = _block_value(blocks["goal"])
+            return found
+    return None
+
+
 def _steps_reader(user_texts: Sequence[str]) -> dict[str, Any] | None:
     found = _blocks_reader(criteria="criteria", steps="steps", input="input", output="output")(user_texts)
     if found is not None:
@@ -137,6 +155,9 @@ TASKS: Mapping[str, Task] = MappingProxyType(
             Task("g_eval.steps", _blocks_reader(criteria="criteria"), EvaluationSteps),
             Task("g_eval.grade", _steps_reader, GEvalGrade),
             Task("testset.generate", _generate_reader, GeneratedItem),
+            Task("conversation.retention", _transcript_reader, KnowledgeRetentionJudgement),
+            Task("conversation.completeness", _transcript_reader, CompletenessJudgement),
+            Task("conversation.task", _transcript_reader, TaskCompletionJudgement),
         )
     }
 )

@@ -5,7 +5,8 @@ the claim machinery's structured requests from ``request.variables``, the same i
 same output. Claim extraction lives in :mod:`ragmetrics.judge.offline.claims`, verification in
 :mod:`ragmetrics.judge.offline.support`, ``verify.v2`` per-context verdicts in
 :mod:`ragmetrics.judge.offline.per_context`, the evaluators' grading in
-:mod:`ragmetrics.judge.offline.grading`. Every verdict carries ``support``, a probability from an
+:mod:`ragmetrics.judge.offline.grading`, the conversation-level judgements in
+:mod:`ragmetrics.judge.offline.conversation`. Every verdict carries ``support``, a probability from an
 equal-weight mean of lexical recall features (constants are round numbers, nothing is fitted; see
 ``benchmarks/offline_quality.py``). ``offline+semantic`` (``OfflineJudge(semantic=True)``) adds a
 MiniLM similarity feature from the ``embeddings`` extra; plain ``offline`` never loads it.
@@ -24,6 +25,8 @@ from typing import Any
 from ragmetrics.errors import JudgeOutputError, MissingDependencyError
 from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
 from ragmetrics.judge.offline.claims import extract_claims
+from ragmetrics.judge.offline.conversation import TASKS as CONVERSATION_TASKS
+from ragmetrics.judge.offline.conversation import answer_conversation
 from ragmetrics.judge.offline.grading import TASKS as GRADING_TASKS
 from ragmetrics.judge.offline.grading import answer_grading
 from ragmetrics.judge.offline.per_context import verify_v2
@@ -128,8 +131,9 @@ def answer(
     """Answer one claim-machinery task deterministically from its raw variables.
 
     Args:
-        task: ``claims.extract``, ``claims.verify``, or a grading task of
-            :mod:`ragmetrics.judge.offline.grading` (llm_judge, llm_rubric, g_eval).
+        task: ``claims.extract``, ``claims.verify``, a grading task of
+            :mod:`ragmetrics.judge.offline.grading` (llm_judge, llm_rubric, g_eval), or a
+            conversation-level task of :mod:`ragmetrics.judge.offline.conversation`.
         variables: ``{"question", "answer"}`` for extraction; ``{"claims", "contexts"}`` for verification.
         semantic: The semantic judge's model: verification then adds semantic similarity.
 
@@ -148,9 +152,12 @@ def answer(
     graded = answer_grading(task, variables)
     if graded is not None:
         return graded
+    judged = answer_conversation(task, variables)
+    if judged is not None:
+        return judged
     raise JudgeOutputError(
         f"the offline judge cannot answer task '{task}' (it knows 'claims.extract', 'claims.verify' and "
-        f"{', '.join(repr(t) for t in GRADING_TASKS)})",
+        f"{', '.join(repr(t) for t in (*GRADING_TASKS, *CONVERSATION_TASKS))})",
         provider="offline",
         model=MODEL,
         status="judge_output_invalid",

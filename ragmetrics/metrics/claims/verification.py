@@ -70,9 +70,14 @@ def quote_problems(result: ClaimVerification, chunk: Sequence[str]) -> list[str]
     return out
 
 
-def reask_request(request: JudgeRequest[_T], value: BaseModel, problems: Sequence[str]) -> JudgeRequest[_T]:
-    """``request`` again, followed by the judge's reply and a message naming what was not found."""
-    prompt = load_prompt(REASK_VERSION)
+def reask_request(
+    request: JudgeRequest[_T], value: BaseModel, problems: Sequence[str], *, prompt_id: str = REASK_VERSION
+) -> JudgeRequest[_T]:
+    """``request`` again, followed by the judge's reply and a message naming what was not found.
+
+    ``prompt_id``: the re-ask prompt (a ``$problems`` placeholder); the claim metrics' by default.
+    """
+    prompt = load_prompt(prompt_id)
     reply = json.dumps(value.model_dump(mode="json", exclude={"repairs"}), ensure_ascii=False)
     return JudgeRequest(
         task=request.task,
@@ -116,16 +121,19 @@ async def checked(
     request: JudgeRequest[_T],
     reply: JudgeReply[_T],
     problems_of: Callable[[Any], list[str]],
+    *,
+    reask_prompt: str = REASK_VERSION,
 ) -> Checked:
     """Check ``reply``; if anything is not found, re-ask once and keep the reply with fewer failures.
 
     A re-ask that fails (the judge errs, or never validates) keeps the first reply; its cost is kept.
+    ``reask_prompt``: the re-ask prompt's id (the conversation judgements have their own).
     """
     problems = problems_of(reply.value)
     if not problems:
         return Checked(reply, (), False, Usage())
     try:
-        again = await judge.complete(reask_request(request, reply.value, problems))
+        again = await judge.complete(reask_request(request, reply.value, problems, prompt_id=reask_prompt))
     except JudgeError as exc:
         return Checked(reply, tuple(problems), True, as_reask(spent_by(exc)))
     left = problems_of(again.value)

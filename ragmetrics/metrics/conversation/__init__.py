@@ -5,11 +5,21 @@ assistant turn, each read as a sample by :func:`~ragmetrics.metrics.conversation
 (its evidence: the turn's contexts, its tool results and the user's messages; its question: after a
 bounded history). :class:`~ragmetrics.metrics.conversation.tools.ToolCallAccuracy` and
 :class:`~ragmetrics.metrics.conversation.tools.ToolCallF1` compare the calls an agent made with the
-calls expected of it (in order, and as multisets). None is in ``BUILTIN_METRICS`` yet.
+calls expected of it (in order, and as multisets).
+:class:`~ragmetrics.metrics.conversation.session.KnowledgeRetention`,
+:class:`~ragmetrics.metrics.conversation.session.ConversationCompleteness` and
+:class:`~ragmetrics.metrics.conversation.session.TaskCompletion` judge the whole conversation in one
+call each, every quote verified against the message it cites. None is in ``BUILTIN_METRICS`` yet.
 """
 
 from __future__ import annotations
 
+from ragmetrics.metrics.conversation.session import (
+    ConversationCompleteness,
+    ConversationJudgementMetric,
+    KnowledgeRetention,
+    TaskCompletion,
+)
 from ragmetrics.metrics.conversation.tools import ToolCallAccuracy, ToolCallF1, json_equal
 from ragmetrics.metrics.conversation.turn_claims import (
     ConversationClaims,
@@ -29,9 +39,13 @@ from ragmetrics.metrics.conversation.turns import (
 __all__ = [
     "DEFAULT_HISTORY_BUDGET_TOKENS",
     "ConversationClaims",
+    "ConversationCompleteness",
+    "ConversationJudgementMetric",
     "Evidence",
     "EvidenceMap",
     "HistoryCut",
+    "KnowledgeRetention",
+    "TaskCompletion",
     "ToolCallAccuracy",
     "ToolCallF1",
     "TurnResult",
