@@ -13,7 +13,7 @@ from ragmetrics.metrics.conversation import ConversationCompleteness, KnowledgeR
 from ragmetrics.metrics.conversation.judgements import read_transcript
 from ragmetrics.metrics.conversation.session import ConversationJudgementMetric
 from ragmetrics.sample import Conversation
-from ragmetrics.testing import FakeReply
+from ragmetrics.testing import FakeLLMServer, FakeReply
 
 
 def _examples() -> dict[str | None, Conversation]:
@@ -292,3 +292,26 @@ async def test_a_quote_not_in_the_cited_message_is_reasked_then_caught(fake_llm_
     finally:
         for m in (task, again, retention, completeness):
             await m.judge.aclose()
+
+
+async def test_a_judge_that_does_not_read_gets_no_score_and_a_low_health():
+    asks = ConversationCompleteness(llm="offline", cache=False).request(TWO_ASKS)
+    small_talk = ConversationCompleteness(llm="offline", cache=False).request(SMALL_TALK)
+    assert asks is not None and small_talk is not None
+    assert asks.response_model.model_json_schema()["properties"]["requests"]["minItems"] == 1
+    assert "minItems" not in small_talk.response_model.model_json_schema()["properties"]["requests"]
+    for mode in ("placeholder", "schema"):
+        with FakeLLMServer(answer=mode) as server:
+            llm = f"openai:fake-model@{server.openai_base_url}"
+            metrics = [cls(llm=llm, api_key="sk-test", cache=False) for cls in METRICS]
+            try:
+                results = {m.name: await m.evaluate(EXAMPLES["warranty-agent"]) for m in metrics}
+            finally:
+                for m in metrics:
+                    await m.judge.aclose()
+        # a question was asked, so "no request" is refused; a success must quote the trajectory
+        for name in ("conversation_completeness", "task_completion"):
+            assert results[name].status == "judge_output_invalid", (mode, name)
+            assert results[name].usage.calls == 2, (mode, name)  # the request and one re-ask
+            health = results[name].details["judge_health"]
+            assert health["reasks"] == 1 and not health["quotes_found"], (mode, name)  # type: ignore[index]

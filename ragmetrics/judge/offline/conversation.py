@@ -19,7 +19,7 @@ from typing import Any
 
 from ragmetrics.text import content_tokens, extract_numbers, split_sentences, stems, tokenize
 
-__all__ = ["TASKS", "answer_conversation"]
+__all__ = ["COMPLETED_SHARE", "TASKS", "answer_conversation", "asks_something"]
 
 _FRAMING = frozenset(
     stems(
@@ -88,6 +88,11 @@ def _retention(variables: Mapping[str, Any]) -> dict[str, Any]:
 def _is_request(sentence: str) -> bool:
     text = sentence.strip()
     return text.endswith(("?", "？")) or text.lower().startswith(_ASKING)
+
+
+def asks_something(text: str) -> bool:
+    """Whether ``text`` plainly asks for something: a sentence of it is a request by the rule above."""
+    return any(_is_request(s) for s in _sentences(text))
 
 
 def _completeness(variables: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,9 +9,10 @@ reply (:mod:`ragmetrics.metrics.conversation.judgements`), and a reply that fail
 
 from __future__ import annotations
 
-from typing import Literal
+import functools
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ragmetrics.judge.schema import JudgeQuote, JudgeText
 from ragmetrics.metrics.claims.schemas import LeanSchema
@@ -23,6 +24,7 @@ __all__ = [
     "TaskCompletionJudgement",
     "TaskEvidence",
     "UserRequest",
+    "completeness_model",
 ]
 
 
@@ -67,7 +69,38 @@ class UserRequest(LeanSchema):
 class CompletenessJudgement(LeanSchema):
     """Every request of the user, in order, with the message that answered it."""
 
+    _min_requests: ClassVar[int] = 0
+    """Requests the reply must hold (1 when a user message plainly asks something)."""
+
     requests: list[UserRequest] = Field(default_factory=list)
+
+    @classmethod
+    def _contract(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        if cls._min_requests:
+            schema["properties"]["requests"]["minItems"] = cls._min_requests
+        return schema
+
+    @model_validator(mode="after")
+    def _enough_requests(self) -> CompletenessJudgement:
+        if len(self.requests) < type(self)._min_requests:
+            raise ValueError("no requests: the user asks something, so list each thing the user asks for")
+        return self
+
+
+@functools.lru_cache(maxsize=4)
+def completeness_model(min_requests: int) -> type[CompletenessJudgement]:
+    """The completeness schema for a conversation in which at least ``min_requests`` requests must be found.
+
+    A conversation whose user plainly asks something (a sentence ending in ``?``) must not come back
+    with no request: an empty list for it is a judge failure, not ``no_claims``.
+    """
+    if min_requests <= 0:
+        return CompletenessJudgement
+    return type(
+        "CompletenessJudgement",
+        (CompletenessJudgement,),
+        {"_shape": (min_requests,), "_min_requests": min_requests},
+    )
 
 
 class TaskEvidence(LeanSchema):

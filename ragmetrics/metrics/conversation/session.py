@@ -23,6 +23,7 @@ from ragmetrics._aio import run_sync
 from ragmetrics._check import check_field, check_int
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge, JudgeRequest
+from ragmetrics.judge.offline.conversation import asks_something
 from ragmetrics.metrics._judged import JudgeHolder
 from ragmetrics.metrics.base import check_threshold, passed_at
 from ragmetrics.metrics.claims.verification import Health, checked
@@ -37,6 +38,7 @@ from ragmetrics.metrics.conversation.schemas import (
     CompletenessJudgement,
     KnowledgeRetentionJudgement,
     TaskCompletionJudgement,
+    completeness_model,
 )
 from ragmetrics.prompting import load_prompt
 from ragmetrics.sample import Conversation
@@ -120,6 +122,10 @@ class ConversationJudgementMetric(JudgeHolder):
     def _goal(self, conversation: Conversation) -> str | None:
         return None
 
+    def _response_model(self, conversation: Conversation) -> type[BaseModel]:
+        """The response schema of the request on ``conversation``."""
+        return self.response_model
+
     def _problems(self, value: Any, conversation: Conversation) -> list[str]:
         """What in the reply does not check out (an index of the wrong message, a quote not found)."""
         raise NotImplementedError
@@ -138,8 +144,9 @@ class ConversationJudgementMetric(JudgeHolder):
         """
         if self._without_call(conversation) is not None:
             return None
+        model = self._response_model(conversation)
         request = judgement_request(
-            self.task, conversation, self.response_model, goal=self._goal(conversation), repeat=repeat
+            self.task, conversation, model, goal=self._goal(conversation), repeat=repeat
         )
         tokens = sum(estimate_tokens(m.content) for m in request.messages)
         if tokens > self.max_conversation_tokens:
@@ -368,7 +375,9 @@ class ConversationCompleteness(ConversationJudgementMetric):
     counts only when its quote is found in its user message; it is answered only when the answer's
     quote is found in a later assistant message (after at most one re-ask). Score: answered requests
     over counted requests. No request (or no user text): 1.0 with status ``no_claims`` and a reason;
-    requests cited but none found: no score (``judge_output_invalid``).
+    but when a user message plainly asks something (a sentence ending in ``?``) the schema asks for at
+    least one request, so an empty reply is a judge failure, not ``no_claims``. Requests cited but none
+    found: no score (``judge_output_invalid``).
     """
 
     name = "conversation_completeness"
@@ -379,6 +388,10 @@ class ConversationCompleteness(ConversationJudgementMetric):
         if any(m.role == "user" and m.content.strip() for m in conversation.messages):
             return None
         return _no_requests("the conversation has no user message with text", [])
+
+    def _response_model(self, conversation: Conversation) -> type[BaseModel]:
+        asks = any(m.role == "user" and asks_something(m.content) for m in conversation.messages)
+        return completeness_model(1 if asks else 0)
 
     def _checks(self, value: CompletenessJudgement, c: Conversation) -> list[tuple[str | None, str | None]]:
         out: list[tuple[str | None, str | None]] = []
