@@ -10,8 +10,8 @@ import pytest
 
 from ragmetrics.errors import InvalidInputError, NoScoreError
 from ragmetrics.metrics.conversation import ConversationCompleteness, KnowledgeRetention, TaskCompletion
+from ragmetrics.metrics.conversation.judged import ConversationJudgementMetric
 from ragmetrics.metrics.conversation.judgements import read_transcript
-from ragmetrics.metrics.conversation.session import ConversationJudgementMetric
 from ragmetrics.sample import Conversation
 from ragmetrics.testing import FakeLLMServer, FakeReply
 

@@ -14,9 +14,9 @@ call each, every quote verified against the message it cites. None is in ``BUILT
 
 from __future__ import annotations
 
+from ragmetrics.metrics.conversation.judged import ConversationJudgementMetric
 from ragmetrics.metrics.conversation.session import (
     ConversationCompleteness,
-    ConversationJudgementMetric,
     KnowledgeRetention,
     TaskCompletion,
 )
