@@ -130,3 +130,18 @@ def test_the_help_states_the_default_history_budget(capsys):
 def test_estimate_counts_the_turns(capsys):
     assert main(["estimate", "--example-conversations", "--judge", "offline", "--json"]) == EXIT_OK
     assert json.loads(capsys.readouterr().out)["samples"] == 8
+
+
+def test_through_the_fake_server_two_calls_a_turn_and_none_on_a_rerun(capsys, fake_llm_server, dummy_keys):
+    spec = f"openai:fake-model@{fake_llm_server.openai_base_url}"
+    args = ["eval", "--example-conversations", "--judge", spec, "--json"]
+    assert main(args) == EXIT_OK
+    summary = json.loads(capsys.readouterr().out)
+    canaries = summary["canaries"][0]["usage"]["calls"]
+    # 7 turns with claims at 2 calls, 1 with none ("You're welcome!") at 1, the canaries; the tool-call
+    # metrics call nothing
+    assert fake_llm_server.calls.total() == 7 * 2 + 1 + canaries == summary["run"]["usage"]["calls"]
+    assert summary["conversations"][2]["tool_call_accuracy"] == 0.0
+    assert main(args) == EXIT_OK
+    capsys.readouterr()
+    assert fake_llm_server.calls.total() == 7 * 2 + 1 + canaries  # the disk cache answered the re-run

@@ -181,3 +181,31 @@ def test_the_dataset_counts_turns_and_the_estimate_counts_them_too():
     metrics = [FaithfulnessMetric(llm="offline"), RelevancyMetric(llm="offline")]
     estimate = EvaluationPipeline(metrics, progress=False).estimate(EXAMPLE)
     assert estimate.samples == 8 and estimate.invalid_rows == 0
+
+
+def test_a_batch_run_scores_the_turns_as_a_real_time_run(fake_llm_server, dummy_keys):
+    spec = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
+    metrics = [cls(llm=spec) for cls in (FaithfulnessMetric, RelevancyMetric)]
+    batched = EvaluationPipeline(metrics, batch={"poll_interval_s": 0}, progress=False).run(EXAMPLE)
+    assert [r.id for r in batched] == TURNS and all(r.ok for r in batched)
+    assert fake_llm_server.batches and all(b.ended for b in fake_llm_server.batches)
+    assert [c.id for c in batched.summary().conversations][:2] == ["eiffel-support", "warranty-agent"]
+    before = fake_llm_server.calls.total()
+    again = EvaluationPipeline(
+        [cls(llm=spec) for cls in (FaithfulnessMetric, RelevancyMetric)], progress=False
+    )
+    live = again.run(EXAMPLE)
+    assert fake_llm_server.calls.total() == before  # the batches filled the cache
+    assert [r.scores for r in live] == [r.scores for r in batched]
+
+
+def test_the_call_cap_counts_turns_as_rows(fake_llm_server, dummy_keys):
+    spec = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
+    pipeline = EvaluationPipeline(
+        [FaithfulnessMetric(llm=spec, cache=False)], max_calls=6, concurrency=1, progress=False
+    )
+    results = pipeline.run(EXAMPLE)
+    assert fake_llm_server.calls.total() == 6  # the canaries' 2, then 2 turns at 2 calls each
+    assert [r.skipped for r in results] == [False, False] + [True] * 6
+    (eiffel, *_) = results.summary().conversations
+    assert [t.status for t in eiffel.turns] == ["ok", "ok", "skipped"]
