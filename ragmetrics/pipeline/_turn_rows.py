@@ -86,7 +86,8 @@ def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
     try:
         conversation = to_conversation(row)
     except InvalidInputError as exc:  # its record names the conversation, for the per-conversation view
-        return [dataclasses.replace(row, index=start, source=named, refusal=exc)]
+        values = {"id": named["conversation_id"]}
+        return [dataclasses.replace(row, index=start, values=values, source=named, refusal=exc)]
     if conversation.id is None:
         conversation = conversation.model_copy(update={"id": str(row.index)})
     name = str(conversation.id)
