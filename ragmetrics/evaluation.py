@@ -102,7 +102,10 @@ async def evaluate(
     Args:
         data: A list of dicts or Samples, a ``.jsonl``/``.json``/``.csv`` path, a pandas DataFrame or a
             Hugging Face dataset (RAGAS, DeepEval and LlamaIndex column names are recognised); or None
-            with the column lists ``questions=``, ``answers=``, ``contexts=``...
+            with the column lists ``questions=``, ``answers=``, ``contexts=``... A record with ``messages``
+            (or a :class:`~ragmetrics.sample.Conversation`) is a conversation: one record per assistant
+            turn (``retrieval_tools=`` and ``history_budget_tokens=`` say how turns are read), and
+            ``results.summary().conversations`` gathers them per conversation.
         metrics: Metric names (``"faithfulness"``, ``"rouge"``...) or metric objects, or one name.
         llm: The judge of the metrics given by name: a spec (``"openai:gpt-4o-mini"``, ``"offline"``), a
             ``Judge`` or what metrics accept as ``llm=``; None: from the environment. Metric objects

@@ -52,6 +52,11 @@ def common_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--example", action="store_true", help="use the bundled example dataset")
     parser.add_argument(
+        "--example-conversations",
+        action="store_true",
+        help="use the bundled example conversations (chats and tool-calling agents, scored turn by turn)",
+    )
+    parser.add_argument(
         "--metrics",
         default=DEFAULT_METRICS,
         metavar="NAMES",
@@ -92,6 +97,24 @@ def common_flags(parser: argparse.ArgumentParser) -> None:
         help="the file's text encoding, e.g. cp1252 or latin-1 (default UTF-8; a byte order mark wins)",
     )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
+    _conversation_flags(parser)
+
+
+def _conversation_flags(parser: argparse.ArgumentParser) -> None:
+    """How conversations (rows with ``messages``) are read: one sample per assistant turn."""
+    parser.add_argument(
+        "--retrieval-tools",
+        metavar="NAMES",
+        help="conversations: the comma-separated tool names whose results are a turn's evidence "
+        "(default: every tool's)",
+    )
+    parser.add_argument(
+        "--history-budget-tokens",
+        type=count,
+        metavar="N",
+        help="conversations: estimated tokens of earlier messages sent with each turn; the oldest are cut "
+        "first (default 2000)",
+    )
 
 
 def eval_parser(commands: Any) -> argparse.ArgumentParser:

@@ -16,7 +16,16 @@ from typing import Any, TextIO
 from ragmetrics.cli._eval_gates import MetricValues
 from ragmetrics.errors import ConfigError, MissingDependencyError, printable
 
-__all__ = ["UsageError", "build_metrics", "column_map", "data_path", "judge_spec", "load_dataset", "say"]
+__all__ = [
+    "UsageError",
+    "build_metrics",
+    "column_map",
+    "data_path",
+    "judge_spec",
+    "load_dataset",
+    "say",
+    "turn_options",
+]
 
 
 class UsageError(Exception):
@@ -24,7 +33,13 @@ class UsageError(Exception):
 
 
 def data_path(args: argparse.Namespace) -> Path:
-    """The file (or Phoenix server) to read: ``DATA``, ``--example`` or ``--traces``, checked to exist."""
+    """The file (or Phoenix server) to read: ``DATA``, an ``--example...`` or ``--traces``, checked."""
+    if getattr(args, "example_conversations", False):
+        if args.data or args.example or getattr(args, "traces", None):
+            raise UsageError("give DATA, --example, --example-conversations or --traces, not more than one")
+        from importlib import resources
+
+        return Path(str(resources.files("ragmetrics") / "data" / "example_conversations.jsonl"))
     if getattr(args, "traces", None):
         if args.data or args.example:
             raise UsageError("give DATA, --example or --traces, not more than one")
@@ -111,12 +126,38 @@ def build_metrics(
     return metrics
 
 
-def load_dataset(path: Path, columns: dict[str, str], limit: int | None, encoding: str | None = None) -> Any:
-    """The rows to score, with ``--columns`` checked against the first (all, or the first ``limit``)."""
-    from ragmetrics.pipeline.dataset import Dataset
+def turn_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--retrieval-tools`` and ``--history-budget-tokens`` as pipeline options (how turns are read)."""
+    from ragmetrics.metrics.conversation.turns import DEFAULT_HISTORY_BUDGET_TOKENS
+
+    tools = args.retrieval_tools
+    names = None if tools is None else [n.strip() for n in tools.split(",") if n.strip()]
+    budget = args.history_budget_tokens
+    return {
+        "retrieval_tools": names,
+        "history_budget_tokens": DEFAULT_HISTORY_BUDGET_TOKENS if budget is None else budget,
+    }
+
+
+def load_dataset(
+    path: Path,
+    columns: dict[str, str],
+    limit: int | None,
+    encoding: str | None = None,
+    turns: dict[str, Any] | None = None,
+) -> Any:
+    """The rows to score, with ``--columns`` checked against the first (all, or the first ``limit``).
+
+    ``turns`` (:func:`turn_options`) says how conversations are read: ``limit`` counts their turns.
+    """
+    from ragmetrics.pipeline.dataset import Dataset, TurnOptions
 
     try:
         ds = Dataset(path, columns=columns, required=("answer",), encoding=encoding)
+        if turns is not None:
+            ds = ds.with_turns(
+                TurnOptions.of(turns["retrieval_tools"], turns["history_budget_tokens"], "eval")
+            )
         first = next(iter(ds.rows()), None)
         for field, column in columns.items():
             if first is not None and isinstance(first.values, dict) and field not in first.values:
@@ -126,7 +167,7 @@ def load_dataset(path: Path, columns: dict[str, str], limit: int | None, encodin
         if limit is None:
             return ds
         # the rows as read: an unreadable one keeps its problem, so its error record says what it is
-        return list(islice(ds.rows(), limit))
+        return list(islice(ds.sample_rows(), limit))
     except (ConfigError, MissingDependencyError) as exc:
         raise UsageError(str(exc)) from None
 

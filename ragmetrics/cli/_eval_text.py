@@ -11,11 +11,19 @@ from typing import Any
 
 from ragmetrics.errors import printable
 
-__all__ = ["clip", "offline_note", "summary_table", "worst_heading", "worst_samples"]
+__all__ = ["clip", "conversation_table", "offline_note", "summary_table", "worst_heading", "worst_samples"]
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    table = [header, *rows]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
 
 
 def summary_table(report: Any) -> str:
@@ -26,10 +34,32 @@ def summary_table(report: Any) -> str:
         rate = f"{agg.pass_rate:.0%}" if agg.pass_rate is not None else "-"
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(agg.statuses.items()) if k != "ok") or "all ok"
         rows.append([agg.name, _fmt(agg.mean), ci, rate, f"{agg.count}/{agg.total}", statuses])
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    table = [header, *rows]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    return _table(header, rows)
+
+
+def conversation_table(report: Any) -> str:
+    """Per conversation: its turns scored, its mean per metric over them, its tool-call scores."""
+    found = report.conversations
+    metrics = list(report.aggregates)
+    tools = [
+        n for n in ("tool_call_accuracy", "tool_call_f1") if any(getattr(c, n) is not None for c in found)
+    ]
+    header = ["conversation", "turns", *metrics, *tools]
+    rows = []
+    for c in found:
+        ok = sum(1 for t in c.turns if t.status == "ok")
+        rows.append(
+            [printable(clip(c.id, 40)), f"{ok}/{len(c.turns)}" if c.status == "ok" else c.status]
+            + [_fmt(c.scores.get(m)) for m in metrics]
+            + [_fmt(getattr(c, n)) for n in tools]
+        )
+    lines = [f"Conversations ({len(found)}; per metric, the mean over the turns):", _table(header, rows)]
+    for c in found:  # what was wrong: the conversation, else the first tool-call metric below 1
+        if c.message:
+            lines.append(f"  {printable(clip(c.id, 40))}: {printable(clip(c.message, 200))}")
+        wrong = [(n, why) for n, why in c.tool_calls.items() if (getattr(c, n, None) or 0.0) < 1.0]
+        if wrong:
+            lines.append(f"  {printable(clip(c.id, 40))} {wrong[0][0]}: {printable(clip(wrong[0][1], 200))}")
     return "\n".join(lines)
 
 
@@ -65,10 +95,19 @@ def worst_heading(records: Sequence[Any], n: int) -> str:
     return f"Worst samples ({WORST_NOTE}):"
 
 
+def _where(index: int | None, sources: Any) -> str:
+    """The context a quote is from: ``context 2``, or the message of a conversation (``messages[4]``)."""
+    if isinstance(sources, list) and index is not None and 0 <= index < len(sources):
+        return printable(str(sources[index]))
+    return f"context {index}"
+
+
 def worst_samples(records: Sequence[Any], n: int) -> str:
     out = []
     for r in _worst(records, n):
         question = (r.sample.question or "") if r.sample else ""
+        sources = r.sample.meta.get("sources") if r.sample else None  # a conversation's turn
+        question = question.rsplit("The question now:\n", 1)[-1] if sources else question
         out.append(
             f"#{r.index} {printable(r.id)}  mean {r.mean_score:.3f}  "
             + "  ".join(f"{printable(k)} {_fmt(v)}" for k, v in r.scores.items())
@@ -83,7 +122,7 @@ def worst_samples(records: Sequence[Any], n: int) -> str:
                     line = f"    {claim.verdict.upper()}: {printable(clip(claim.text, 100))}"
                     if claim.evidence:
                         evidence = printable(clip(claim.evidence, 100))
-                        line += f'\n      context {claim.context_index}: "{evidence}"'
+                        line += f'\n      {_where(claim.context_index, sources)}: "{evidence}"'
                     out.append(line)
     failed = [r for r in records if r.errors]
     if failed:

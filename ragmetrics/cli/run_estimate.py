@@ -22,6 +22,7 @@ from ragmetrics.cli._eval_inputs import (
     judge_spec,
     load_dataset,
     say,
+    turn_options,
 )
 from ragmetrics.errors import ConfigError
 
@@ -43,13 +44,13 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         metrics = build_metrics(
             args, _estimate_judge(spec, cache=not args.no_cache, **price_option(args, spec)), None
         )
-        data = load_dataset(path, column_map(args.columns), args.limit, args.encoding)
+        turns = turn_options(args)
+        data = load_dataset(path, column_map(args.columns), args.limit, args.encoding, turns)
         from ragmetrics.pipeline import EvaluationPipeline
 
         try:
-            estimate = EvaluationPipeline(metrics=metrics, canaries=args.canaries).estimate(
-                data, check_cache=not args.no_cache
-            )
+            pipeline = EvaluationPipeline(metrics=metrics, canaries=args.canaries, **turns)
+            estimate = pipeline.estimate(data, check_cache=not args.no_cache)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
     except UsageError as exc:

@@ -31,8 +31,15 @@ from ragmetrics.cli._eval_inputs import (
     judge_spec,
     load_dataset,
     say,
+    turn_options,
 )
-from ragmetrics.cli._eval_text import offline_note, summary_table, worst_heading, worst_samples
+from ragmetrics.cli._eval_text import (
+    conversation_table,
+    offline_note,
+    summary_table,
+    worst_heading,
+    worst_samples,
+)
 from ragmetrics.cli.trace_flags import finish_traces, trace_data
 from ragmetrics.errors import BatchPendingError, CacheError, ConfigError, JudgeError, MissingDependencyError
 
@@ -112,14 +119,16 @@ def _check_outputs(args: argparse.Namespace, data: Path) -> None:
         problem = output_problem(path, flag, suffixes)
         if problem:
             raise UsageError(problem)
-        if not args.example and Path(path).absolute().resolve() == data.absolute().resolve():
+        bundled = args.example or args.example_conversations
+        if not bundled and Path(path).absolute().resolve() == data.absolute().resolve():
             raise UsageError(f"{flag}: {path} is the input file; write the results elsewhere")
 
 
 def _rows(args: argparse.Namespace, path: Path) -> tuple[Any, Any, str | None]:
     """The rows to score, the ``--incremental`` cursor, and the line to print when there is nothing new."""
     if not getattr(args, "traces", None):
-        return load_dataset(path, column_map(args.columns), args.limit, args.encoding), None, None
+        turns = turn_options(args)
+        return load_dataset(path, column_map(args.columns), args.limit, args.encoding, turns), None, None
     try:
         return trace_data(args)
     except ConfigError as exc:
@@ -165,6 +174,7 @@ def _run(args: argparse.Namespace, metrics: list[Any], data: Any, batch: Any) ->
             batch=batch if batch is not None else False,
             judge_health_min=None if args.no_judge_gate else judge_health_min(args),
             canaries=args.canaries,
+            **turn_options(args),
         )
         return pipeline.run(data)
     except ConfigError as exc:
@@ -199,6 +209,8 @@ def _print_summary(args: argparse.Namespace, results: EvaluationResults, report:
         if canary.failed:
             say(f"canaries, {canary.judge}: {canary.describe()}")
     say(summary_table(report))
+    if report.conversations:
+        say("\n" + conversation_table(report))
     say(_run_line(report.run))
     for health in report.judge_health.values():
         say(f"judge health, {health.judge}: {health.describe()}")

@@ -3,7 +3,8 @@
 :class:`SampleExecutor` never raises for a bad row, a metric that raises or a sample that times out:
 each becomes an error record through :func:`~ragmetrics.score.failure_from`, and the
 first failure is handed back beside the record for ``raise_on_error``. The record's usage counts every
-call made for the row: the results', the failures' and that of calls its timeout cut off.
+call made for the row: the results', the failures' and that of calls its timeout cut off. A
+conversation's turn row gets, on each result, the message each claim cites (``details["cited"]``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from ragmetrics.errors import InvalidInputError, NoScoreError
 from ragmetrics.judge.metering import unclaimed
+from ragmetrics.metrics.conversation.turn_claims import _cited as cited
 from ragmetrics.pipeline._busy_time import BusyTime, timed
 from ragmetrics.pipeline._metric_call import MetricCall
 from ragmetrics.pipeline._row import contexts_problem, reference_problem
@@ -194,6 +196,8 @@ class SampleExecutor:
             if self.repeats > 1:
                 spread[call.name] = ScoreSpread.of(repeat_scores)
         usage = usage + cut_off  # spent by calls cut off, if no timeout record took it
+        if row.evidence is not None:  # a conversation's turn: the message each claim cites
+            results = {name: cited(result, row.evidence) for name, result in results.items()}
         columns, extra = provenance(row, sample)
         record = EvaluationResult(
             index=row.index,

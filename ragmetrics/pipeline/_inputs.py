@@ -111,7 +111,7 @@ def validate_all(ds: Dataset, *, needs_contexts: bool) -> None:
         InvalidInputError: The first bad row, its message counting (and listing) the others.
     """
     bad: list[InvalidInputError] = []
-    for row in ds.rows():
+    for row in ds.sample_rows():
         try:
             to_sample(row, require_contexts=needs_contexts)
         except InvalidInputError as exc:

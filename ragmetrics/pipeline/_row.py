@@ -3,7 +3,8 @@
 :mod:`ragmetrics.pipeline.dataset` reads sources into rows and re-exports these; a bad row is not an
 exception there: :func:`to_sample` raises ``InvalidInputError`` naming the row and the field (and the
 column it was read from), and the pipeline turns it into that row's error record. A conversation row
-(``Row.conversation``) is validated by :func:`to_conversation` instead.
+(``Row.conversation``) is validated by :func:`to_conversation` instead, and scored turn by turn
+(:mod:`ragmetrics.pipeline._turn_rows`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmetrics._check import MAX_NESTING, check_nesting, nesting_depth
 from ragmetrics.errors import InvalidInputError
 from ragmetrics.pipeline.conversations import read_conversation
 from ragmetrics.sample import Conversation, Sample, check_sample_text
+
+if TYPE_CHECKING:
+    from ragmetrics.metrics.conversation.turns import EvidenceMap
 
 __all__ = [
     "Row",
@@ -52,6 +56,12 @@ class Row:
     """The row as a conversation (a record with ``messages``, a RAGAS ``user_input`` list or DeepEval
     ``turns``, and no answer; or a ready Conversation), read by :func:`to_conversation`; ``values`` then
     holds at most the record's ``id``. None for a sample row."""
+    evidence: EvidenceMap | None = None
+    """For a conversation's turn row (see :mod:`ragmetrics.pipeline._turn_rows`): where each of its
+    sample's contexts came from, so its record names the message each claim cites."""
+    refusal: InvalidInputError | None = None
+    """Why a conversation, or one of its turns, cannot be scored: :func:`to_sample` raises it as it is
+    (it names the message at fault, ``messages[3].tool_call_id``)."""
 
 
 _TOO_DEEP = f"(dropped: nested more than {MAX_NESTING} levels deep)"
@@ -89,13 +99,15 @@ def to_sample(row: Row, *, require_contexts: bool = False) -> Sample:
             (and the column it was read from).
     """
     values = row.values
+    if row.refusal is not None:
+        raise row.refusal
     if row.conversation is not None and row.problem is None:
         raise InvalidInputError(
             "messages",
             "absent from a sample row",
             row=row.index,
             detail="this row is a conversation (chat messages, RAGAS user_input messages or DeepEval "
-            "turns); the pipeline does not score conversations yet",
+            "turns); Dataset.sample_rows() reads it as one sample row per assistant turn",
         )
     if values is None or row.problem is not None:
         exc = InvalidInputError("(row)", "a dict of sample fields or a Sample", row=row.index)

@@ -7,7 +7,8 @@ Files are UTF-8 unless ``encoding=`` says otherwise, decoded line by line (:mod:
 tabular source lacking a needed column is a ``ConfigError`` at once; a bad row is not an exception
 here: :func:`to_sample` raises ``InvalidInputError`` naming the row and the field, which the pipeline
 turns into that row's error record. A record without an answer that is a conversation (see
-:func:`~ragmetrics.pipeline.conversations.conversation_format`) is a conversation row (``Row.conversation``).
+:func:`~ragmetrics.pipeline.conversations.conversation_format`) is a conversation row (``Row.conversation``);
+:meth:`Dataset.sample_rows` reads it as one sample row per assistant turn, as the pipeline scores it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ragmetrics.pipeline._file_rows import (
     read_text,
 )
 from ragmetrics.pipeline._row import Row, plain_value, provenance, to_conversation, to_sample
+from ragmetrics.pipeline._turn_rows import TurnOptions, turn_rows
 from ragmetrics.pipeline.conversations import conversation_format
 from ragmetrics.sample import Conversation, Sample
 
@@ -37,6 +39,7 @@ __all__ = [
     "FIELDS",
     "Dataset",
     "Row",
+    "TurnOptions",
     "detect_encoding",
     "provenance",
     "read_lines",
@@ -169,6 +172,8 @@ class Dataset:
         elif encoding is not None:
             raise ConfigError(f"dataset: encoding= applies to files only, not to a {type(data).__name__}")
         self.columns = dict(columns)
+        self.turns = TurnOptions()
+        """How conversation rows are read turn by turn (:meth:`sample_rows`); see :meth:`with_turns`."""
         names = self._column_names()
         if names is not None:
             self.columns = self._resolve(names)
@@ -268,6 +273,38 @@ class Dataset:
             return len(self.data)
         return None
 
+    def sample_total(self) -> int | None:
+        """The number of rows :meth:`sample_rows` yields (a conversation counts its turns), when known."""
+        total = self.total()
+        if total is None or not self._may_hold_conversations():
+            return total
+        return sum(1 for _ in self.sample_rows())
+
+    def _may_hold_conversations(self) -> bool:
+        """False only when no row can be a conversation (checked without reading every row in full)."""
+        keys = ("messages", "turns", "user_input")
+        names = self._column_names()
+        if names is not None:
+            return any(k in names for k in keys)
+        if self.kind == "jsonl":
+            return any(f'"{k}"' in line.text for line in self._lines() for k in keys)
+        items = self._json_rows() if self.kind == "json" else self.data
+        return any(
+            isinstance(item, Conversation)
+            or (isinstance(item, Row) and item.conversation is not None)
+            or (isinstance(item, Mapping) and conversation_format(item) is not None)
+            for item in items
+        )
+
+    def with_turns(self, options: TurnOptions) -> Dataset:
+        """This dataset with its conversations read with ``options`` (itself when they are its own)."""
+        if options == self.turns:
+            return self
+        copy = Dataset.__new__(Dataset)
+        copy.__dict__.update(self.__dict__)
+        copy.turns = options
+        return copy
+
     @property
     def rereadable(self) -> bool:
         """Whether the rows can be read again (False for a one-shot iterator, such as a generator)."""
@@ -303,6 +340,13 @@ class Dataset:
         else:
             for i, item in enumerate(self.data):
                 yield self._row(i, item)
+
+    def sample_rows(self) -> Iterator[Row]:
+        """Every row as the pipeline scores it: a conversation row as one row per assistant turn.
+
+        Rows are renumbered in this order; see :mod:`ragmetrics.pipeline._turn_rows`.
+        """
+        return turn_rows(self.rows(), self.turns)
 
     def _row(self, index: int, item: Any) -> Row:
         if isinstance(item, Row):  # already read (``ragmetrics eval --limit`` passes the first rows)

@@ -325,7 +325,7 @@ def estimate(
     per: dict[str, _Cost] = {}
     seen: dict[int, set[str]] = {}  # billed cache keys per judge group, across the whole dataset
     first: list[Sample] = []  # the rows the run's canary is drawn from
-    for row in ds.rows():
+    for row in ds.sample_rows():
         try:
             sample = to_sample(row, require_contexts=needs_contexts)
         except InvalidInputError:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragmetrics import __version__
 from ragmetrics.judge.store import CacheCounts
 from ragmetrics.pipeline.canaries import CanaryResult
+from ragmetrics.pipeline.conversation_summary import ConversationSummary, ConversationTally
 from ragmetrics.pipeline.export import (
     _metric_names,
     _pandas,
@@ -223,10 +224,12 @@ class ReportBuilder:
         self.usage = Usage()
         self.health = HealthTally()
         self.canaries: list[CanaryResult] = []
+        self.conversations = ConversationTally(self.metrics)
 
     def add(self, record: EvaluationResult) -> None:
         """Count one record in."""
         self.total += 1
+        self.conversations.add(record)
         self.health.add(record.results.values())
         if record.errors:
             self.failed += 1
@@ -319,6 +322,7 @@ class ReportBuilder:
             judge_health=self.health.result(),
             judge_health_min=self.judge_health_min,
             canaries=list(self.canaries),
+            conversations=self.conversations.result(),
         )
 
 
@@ -339,6 +343,9 @@ class Report(BaseModel):
     """The judge gate's minimum reading rate (None: the gate is off); see :attr:`judge_gate`."""
     canaries: list[CanaryResult] = Field(default_factory=list)
     """Per LLM judge: its known-answer probes (their calls are in ``run.usage``, in no aggregate)."""
+    conversations: list[ConversationSummary] = Field(default_factory=list)
+    """Per conversation scored (one record per assistant turn): its turns, its mean per metric and its
+    tool-call scores; empty when the data held no conversation."""
     created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     """When the report was made (UTC, ISO 8601)."""
     ragmetrics_version: str = __version__

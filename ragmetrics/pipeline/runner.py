@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ragmetrics._aio import run_sync
@@ -23,6 +23,7 @@ from ragmetrics.errors import ConfigError, InvalidInputError
 from ragmetrics.judge import metering
 from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.metrics import metric_from_name
+from ragmetrics.metrics.conversation.turns import DEFAULT_HISTORY_BUDGET_TOKENS
 from ragmetrics.pipeline._budget import capped, check_priced, within_budget
 from ragmetrics.pipeline._execute import SampleExecutor
 from ragmetrics.pipeline._failure import BudgetExceededError, SampleTimeoutError, failure_record
@@ -31,6 +32,7 @@ from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
 from ragmetrics.pipeline._metric_call import MetricCall, share_judges
 from ragmetrics.pipeline._results import EvaluationResults, PipelineEvent, PipelineRun
 from ragmetrics.pipeline._run_state import RunState
+from ragmetrics.pipeline._turn_rows import TurnOptions
 from ragmetrics.pipeline.canary_draw import CanaryDraw, draw_canary, first_valid
 from ragmetrics.pipeline.dataset import Dataset, Row
 from ragmetrics.pipeline.estimate import SampleEstimator
@@ -63,7 +65,7 @@ def _canary_samples(ds: Dataset, first: Row, executor: SampleExecutor) -> list[S
     """The rows a canary is drawn from: the dataset's first valid rows, or the first row of a one-shot one."""
     if not ds.rereadable:
         return first_valid([first], executor.sample)
-    rows = ds.rows()
+    rows = ds.sample_rows()
     try:
         return first_valid(rows, executor.sample)
     finally:  # a file's reader is a generator: close it now, not when it is collected
@@ -126,6 +128,10 @@ class EvaluationPipeline:
             cached calls per run and judge, in ``summary().canaries`` and the run's usage, never in a
             record. On by default; False (``ragmetrics eval --no-canaries``) leaves
             them out, so the run's calls are the dataset's own.
+        retrieval_tools: For conversations (rows with ``messages``, scored one row per assistant turn):
+            the tool names whose results are a turn's evidence; None (the default): every tool's.
+        history_budget_tokens: For conversations: estimated tokens of history sent with each turn
+            (the oldest messages are cut first, and each result says what was cut).
 
     Raises:
         ConfigError: No metrics, an unknown metric name, duplicate metric names, or an invalid setting.
@@ -148,6 +154,8 @@ class EvaluationPipeline:
         batch: Any = False,
         judge_health_min: float | None = JUDGE_HEALTH_MIN,
         canaries: bool = True,
+        retrieval_tools: Collection[str] | None = None,
+        history_budget_tokens: int = DEFAULT_HISTORY_BUDGET_TOKENS,
     ) -> None:
         if isinstance(metrics, (str, bytes)) or not isinstance(metrics, Sequence) or not metrics:
             raise ConfigError("EvaluationPipeline needs a non-empty list of metrics")
@@ -181,6 +189,7 @@ class EvaluationPipeline:
         self.callbacks = list(callbacks)
         self.columns = dict(columns or {})
         self.canaries = bool(canaries)
+        self.turns = TurnOptions.of(retrieval_tools, history_budget_tokens, owner)
         Dataset([], columns=self.columns)  # checks the mapping's field names now
         self.batch = None
         if batch is not False and batch is not None:
@@ -230,6 +239,8 @@ class EvaluationPipeline:
             columns=self.columns,
             judge_health_min=self.judge_health_min,
             canaries=self.canaries,
+            retrieval_tools=self.turns.retrieval_tools,
+            history_budget_tokens=self.turns.history_budget_tokens,
         )
 
     # -- entry points --------------------------------------------------------------------------------
@@ -314,9 +325,11 @@ class EvaluationPipeline:
             )
         if kwargs:
             raise TypeError(f"estimate() got unexpected arguments {sorted(kwargs)}")
+        if not isinstance(dataset, Dataset):
+            dataset = Dataset(dataset, columns=columns)
         return estimate_run(
             self.metrics,
-            dataset,
+            dataset.with_turns(self.turns),
             columns=columns,
             repeats=self.repeats,
             check_cache=check_cache,
@@ -343,7 +356,7 @@ class EvaluationPipeline:
             ids,
             columns={**self.columns, **(columns or {})},
             required=self._required,
-        )
+        ).with_turns(self.turns)
 
     async def _records(self, ds: Dataset, box: list[RunState]) -> AsyncIterator[EvaluationResult]:
         """The run itself: workers, a bounded queue of finished records, budget, progress, cleanup."""
@@ -351,7 +364,7 @@ class EvaluationPipeline:
             ds = ds.materialize()
             validate_all(ds, needs_contexts=self._needs_contexts)
         judges = share_judges(self.metrics)
-        total = ds.total()
+        total = ds.sample_total()
         builder = ReportBuilder(
             self.metric_names,
             thresholds={c.name: c.threshold for c in self._calls},
@@ -410,7 +423,7 @@ class EvaluationPipeline:
         finished = False
         try:
             async with contextlib.aclosing(
-                run_bounded(ds.rows(), one_row, concurrency=self.concurrency)
+                run_bounded(ds.sample_rows(), one_row, concurrency=self.concurrency)
             ) as finished_rows:
                 async for record, exc in finished_rows:
                     # the canaries ran before any row's judge calls: a judge failing them is known now

@@ -219,7 +219,8 @@ def test_a_dataset_reads_conversation_rows_beside_sample_rows(tmp_path):
     assert str(caught.value) == (
         "row 0: field 'messages' must be absent from a sample row (this row is a conversation (chat "
         "messages, "
-        "RAGAS user_input messages or DeepEval turns); the pipeline does not score conversations yet)"
+        "RAGAS user_input messages or DeepEval turns); Dataset.sample_rows() reads it as one sample row per "
+        "assistant turn)"
     )
 
     ready = Conversation.from_messages([{"role": "user", "content": "hi"}], id="ready")

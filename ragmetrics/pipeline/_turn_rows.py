@@ -1,0 +1,141 @@
+"""Conversation rows as the pipeline scores them: one sample row per assistant turn with text.
+
+:func:`turn_rows` expands each conversation row (``Row.conversation``) into one row per turn, the turn
+read as a sample by :func:`~ragmetrics.metrics.conversation.turns.turn_sample` (id ``CONV#turnN``),
+its ``meta`` naming the conversation, the turn, its message and where each context came from; the
+row carries the turn's :class:`~ragmetrics.metrics.conversation.turns.EvidenceMap`, so the record
+names the message each claim cites. The first turn's ``meta["tool_calls"]`` holds the tool-call
+metrics (no judge) when calls are expected. Rows are renumbered in order. A conversation that cannot
+be read is one row refused with its error (naming ``messages[i]``), a turn that cannot be read that
+turn's row (their ``source`` names the conversation and turn, for the record); sample rows pass through.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ragmetrics._check import check_int
+from ragmetrics.errors import InvalidInputError
+from ragmetrics.metrics.conversation.tools import ToolCallAccuracy, ToolCallF1
+from ragmetrics.metrics.conversation.turns import (
+    DEFAULT_HISTORY_BUDGET_TOKENS,
+    _tool_names,
+    turn_sample,
+)
+from ragmetrics.pipeline._row import Row, to_conversation
+from ragmetrics.sample import Conversation
+
+__all__ = ["TurnOptions", "has_expected_calls", "turn_rows"]
+
+TOOL_METRICS = (ToolCallAccuracy, ToolCallF1)
+"""The tool-call metrics run on every conversation that expects calls (deterministic, no judge)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOptions:
+    """How a conversation's turns are read: which tools' results are evidence, how much history is sent."""
+
+    retrieval_tools: frozenset[str] | None = None
+    """The tool names whose results are evidence; None: every tool's."""
+    history_budget_tokens: int = DEFAULT_HISTORY_BUDGET_TOKENS
+    """Estimated tokens of history per turn (the oldest messages are cut first)."""
+
+    @classmethod
+    def of(
+        cls, retrieval_tools: Collection[str] | None, history_budget_tokens: int, owner: str
+    ) -> TurnOptions:
+        """Checked options.
+
+        Raises:
+            ConfigError: Not a list of tool names, or not a non-negative integer budget.
+        """
+        budget = check_int(history_budget_tokens, "history_budget_tokens", owner, minimum=0)
+        return cls(_tool_names(retrieval_tools), budget)
+
+
+def has_expected_calls(conversation: Conversation) -> bool:
+    """Whether calls are expected of the conversation (on the record or on an assistant message)."""
+    return conversation.expected_tool_calls is not None or any(
+        m.expected_tool_calls is not None for m in conversation.messages
+    )
+
+
+def _tool_results(conversation: Conversation) -> dict[str, Any]:
+    """The tool-call metrics' score, reasoning and details, when calls are expected (else empty)."""
+    if not has_expected_calls(conversation):
+        return {}
+    found = {}
+    for metric in TOOL_METRICS:
+        result = metric().evaluate_sync(conversation)
+        found[result.name] = {
+            "score": result.score,
+            "status": result.status,
+            "reasoning": result.reasoning,
+            "details": dict(result.details),
+        }
+    return found
+
+
+def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
+    """One conversation row as its turn rows, numbered from ``start``."""
+    ident = row.values.get("id") if isinstance(row.values, Mapping) else None
+    named = {**(row.source or {}), "conversation_id": str(ident if ident is not None else row.index)}
+    try:
+        conversation = to_conversation(row)
+    except InvalidInputError as exc:  # its record names the conversation, for the per-conversation view
+        values = {"id": named["conversation_id"]}
+        return [dataclasses.replace(row, index=start, values=values, source=named, refusal=exc)]
+    if conversation.id is None:
+        conversation = conversation.model_copy(update={"id": str(row.index)})
+    name = str(conversation.id)
+    turns = conversation.turns()
+    if not turns:
+        empty = InvalidInputError(
+            "messages",
+            "a conversation with an assistant message with text",
+            row=row.index,
+            detail="no assistant message has text, so no turn can be scored",
+        )
+        return [Row(start, {"id": name}, source={**named, "conversation_id": name}, refusal=empty)]
+    tools = _tool_results(conversation)
+    found = []
+    for k, turn in enumerate(turns):
+        turn_id = f"{name}#turn{turn.number}"
+        try:
+            sample, mapped = turn_sample(
+                conversation,
+                turn,
+                retrieval_tools=options.retrieval_tools,
+                history_budget_tokens=options.history_budget_tokens,
+            )
+        except InvalidInputError as exc:
+            where = {"conversation_id": name, "turn": turn.number, "message_index": turn.index}
+            found.append(Row(start + k, {"id": turn_id}, source=where, refusal=exc))
+            continue
+        meta: dict[str, Any] = {
+            **conversation.meta,
+            "conversation_id": name,
+            "turn": turn.number,
+            "message_index": turn.index,
+            "sources": list(mapped.sources),
+        }
+        if k == 0 and tools:
+            meta["tool_calls"] = tools
+        found.append(Row(start + k, sample.model_copy(update={"meta": meta}), evidence=mapped))
+    return found
+
+
+def turn_rows(rows: Iterable[Row], options: TurnOptions) -> Iterator[Row]:
+    """The rows with every conversation row expanded into its turn rows, renumbered in order."""
+    index = 0
+    for row in rows:
+        if row.conversation is None or row.problem is not None:
+            yield row if row.index == index else dataclasses.replace(row, index=index)
+            index += 1
+            continue
+        for turn in _turns(row, index, options):
+            yield turn
+            index += 1

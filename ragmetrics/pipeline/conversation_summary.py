@@ -1,0 +1,144 @@
+"""The per-conversation view of a run: each conversation's turns, its mean per metric, its tool-call scores.
+
+A conversation is scored one record per assistant turn (see :mod:`ragmetrics.pipeline._turn_rows`);
+:class:`ConversationTally` gathers those records by ``sample.meta["conversation_id"]`` as they finish,
+keeping only numbers, and gives one :class:`ConversationSummary` per conversation, in dataset order:
+the turns' scores and statuses, the mean of each metric over the turns that have a score, and the
+tool-call metrics (no judge) when the conversation expected calls. ``Report.conversations`` holds
+them (``ragmetrics eval --json``); the CLI prints them as a table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragmetrics.pipeline.conversations import conversation_format
+from ragmetrics.pipeline.records import EvaluationResult
+
+__all__ = ["ConversationSummary", "ConversationTally", "TurnScores"]
+
+
+class TurnScores(BaseModel):
+    """One assistant turn's scores, as its record has them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    """The turn's record id (``CONV#turnN``)."""
+    turn: int
+    """The turn's number in the conversation (0-based)."""
+    message: int
+    """The index of the assistant message in the conversation's ``messages``."""
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    status: str = "ok"
+    """``ok``, or the status of the record's first error."""
+
+
+class ConversationSummary(BaseModel):
+    """One conversation's turns and aggregates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    turns: list[TurnScores] = Field(default_factory=list)
+    """Its assistant turns' records, in turn order."""
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    """Per metric, the mean over the turns with a score (None: no turn has one)."""
+    mean_score: float | None = None
+    """Mean of those means that exist."""
+    tool_call_accuracy: float | None = None
+    """Expected tool calls matched in order (None: no calls expected)."""
+    tool_call_f1: float | None = None
+    """Expected tool calls matched as a multiset (None: no calls expected)."""
+    tool_calls: dict[str, str] = Field(default_factory=dict)
+    """Per tool-call metric, its reasoning: what was matched, and each mismatch named."""
+    status: str = "ok"
+    """``ok``, or why the conversation could not be read at all (``invalid_input``: no turn was scored)."""
+    message: str | None = None
+    """What was wrong with it (names the message at fault: ``messages[3].tool_call_id``)."""
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return math.fsum(got) / len(got) if got else None
+
+
+_TURN_KEYS = frozenset({"conversation_id", "turn", "message_index"})
+
+
+def _turn_meta(record: EvaluationResult) -> Mapping[str, Any]:
+    """What a record says of its conversation and turn (empty for a record of a sample row).
+
+    A turn's sample has them in its ``meta`` (with ``sources``); a refused turn or conversation in the
+    record's ``extra`` (its source row: the conversation record, or just these keys).
+    """
+    if record.sample is not None:
+        meta = record.sample.meta
+        return meta if _TURN_KEYS | {"sources"} <= set(meta) else {}
+    extra = record.extra
+    if set(extra) <= _TURN_KEYS or conversation_format(extra) is not None:
+        return extra
+    return {}
+
+
+class ConversationTally:
+    """Records of conversation turns, gathered per conversation as they come in (any order)."""
+
+    def __init__(self, metrics: Sequence[str]) -> None:
+        self.metrics = list(metrics)
+        self._turns: dict[str, list[tuple[int, TurnScores]]] = {}
+        self._tools: dict[str, dict[str, Any]] = {}
+        self._refused: dict[str, tuple[int, str, str]] = {}
+
+    def add(self, record: EvaluationResult) -> None:
+        """Count one record in (a record that is not a conversation's turn is ignored)."""
+        meta = _turn_meta(record)
+        name = meta.get("conversation_id")
+        if not isinstance(name, str):
+            return
+        if "turn" not in meta:  # the conversation itself was refused
+            error = record.errors[0] if record.errors else None
+            status, message = (error.status, error.message) if error else ("ok", "")
+            self._refused[name] = (record.index, status, message)
+            return
+        turn = TurnScores(
+            id=record.id,
+            turn=int(meta.get("turn", 0)),
+            message=int(meta.get("message_index", 0)),
+            scores={m: record.scores.get(m) for m in self.metrics},
+            status=record.errors[0].status if record.errors else "ok",
+        )
+        self._turns.setdefault(name, []).append((record.index, turn))
+        tools = meta.get("tool_calls")
+        if isinstance(tools, dict):
+            self._tools[name] = tools
+
+    def result(self) -> list[ConversationSummary]:
+        """One summary per conversation, in the order of their first record."""
+        found = [
+            (index, ConversationSummary(id=name, status=status, message=message))
+            for name, (index, status, message) in self._refused.items()
+        ]
+        for name, turns in self._turns.items():
+            ordered = [t for _, t in sorted(turns, key=lambda pair: pair[1].turn)]
+            scores = {m: _mean([t.scores.get(m) for t in ordered]) for m in self.metrics}
+            tools = self._tools.get(name, {})
+            found.append(
+                (
+                    min(i for i, _ in turns),
+                    ConversationSummary(
+                        id=name,
+                        turns=ordered,
+                        scores=scores,
+                        mean_score=_mean(list(scores.values())),
+                        tool_call_accuracy=tools.get("tool_call_accuracy", {}).get("score"),
+                        tool_call_f1=tools.get("tool_call_f1", {}).get("score"),
+                        tool_calls={k: str(v.get("reasoning", "")) for k, v in tools.items()},
+                    ),
+                )
+            )
+        return [summary for _, summary in sorted(found, key=lambda pair: pair[0])]
