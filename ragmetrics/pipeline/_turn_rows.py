@@ -5,9 +5,10 @@ read as a sample by :func:`~ragmetrics.metrics.conversation.turns.turn_sample` (
 its ``meta`` naming the conversation, the turn, its message and where each context came from; the
 row carries the turn's :class:`~ragmetrics.metrics.conversation.turns.EvidenceMap`, so the record
 names the message each claim cites. The first turn's ``meta["tool_calls"]`` holds the tool-call
-metrics (no judge) when calls are expected. Rows are renumbered in order. A conversation that cannot
-be read is one row refused with its error (naming ``messages[i]``), a turn that cannot be read that
-turn's row (their ``source`` names the conversation and turn, for the record); sample rows pass through.
+metrics (no judge) when calls are expected. Each row keeps its index, shifted by the turns added before
+it (:func:`turn_rows`). A conversation that cannot be read is one row refused with its error (naming
+``messages[i]``), a turn that cannot be read that turn's row (their ``source`` names the conversation
+and turn, for the record); sample rows pass through.
 """
 
 from __future__ import annotations
@@ -129,13 +130,19 @@ def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
 
 
 def turn_rows(rows: Iterable[Row], options: TurnOptions) -> Iterator[Row]:
-    """The rows with every conversation row expanded into its turn rows, renumbered in order."""
-    index = 0
+    """The rows with every conversation row expanded into its turn rows.
+
+    A row keeps its own index, shifted by the turn rows the conversations before it added (a
+    conversation of ``n`` turns adds ``n - 1``): rows read from a source (numbered 0, 1, ...) come out
+    numbered in order, and rows given already numbered (a Ray batch's rows carry their positions in the
+    whole dataset, ``ragmetrics eval --limit`` passes the first rows) keep their numbers when no
+    conversation precedes them.
+    """
+    shift = 0
     for row in rows:
         if row.conversation is None or row.problem is not None:
-            yield row if row.index == index else dataclasses.replace(row, index=index)
-            index += 1
+            yield row if shift == 0 else dataclasses.replace(row, index=row.index + shift)
             continue
-        for turn in _turns(row, index, options):
-            yield turn
-            index += 1
+        turns = _turns(row, row.index + shift, options)
+        yield from turns
+        shift += len(turns) - 1

@@ -344,7 +344,8 @@ class Dataset:
     def sample_rows(self) -> Iterator[Row]:
         """Every row as the pipeline scores it: a conversation row as one row per assistant turn.
 
-        Rows are renumbered in this order; see :mod:`ragmetrics.pipeline._turn_rows`.
+        Each row keeps its index, shifted by the turns added before it; see
+        :func:`ragmetrics.pipeline._turn_rows.turn_rows`.
         """
         return turn_rows(self.rows(), self.turns)
 

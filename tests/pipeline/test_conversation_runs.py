@@ -9,6 +9,7 @@ costs nothing; a bad conversation is one ``invalid_input`` record and the rest s
 
 from __future__ import annotations
 
+import dataclasses
 from importlib import resources
 
 import pytest
@@ -157,6 +158,33 @@ def test_conversation_objects_and_dicts_score_alike_and_mix_with_samples():
     unnamed = read_conversation({"messages": GOOD["messages"]})
     (record,) = ragmetrics.evaluate_sync([unnamed], llm="offline", progress=False)
     assert record.id == "0#turn0"  # no id: the row's index names it
+
+
+def test_rows_given_numbered_keep_their_numbers_shifted_only_by_the_turns_before_them():
+    two_turns = {
+        "id": "two",
+        "messages": [
+            *GOOD["messages"],
+            {"role": "user", "content": "And the Prado?"},
+            {
+                "role": "assistant",
+                "content": "The Prado is in Madrid.",
+                "contexts": ["The Prado is in Madrid."],
+            },
+        ],
+    }
+    sample = {"question": "q?", "answer": "a.", "contexts": ["a."]}
+    # numbered by their positions in a whole dataset, as a Ray batch's rows are
+    given = [dataclasses.replace(row, index=row.index + 10) for row in Dataset([sample, sample]).rows()]
+    assert [r.index for r in Dataset(given).sample_rows()] == [10, 11]
+    records = ragmetrics.evaluate_sync(given, llm="offline", progress=False)
+    assert [r.index for r in records] == [10, 11]
+    mixed = [
+        dataclasses.replace(row, index=row.index + 10) for row in Dataset([sample, two_turns, sample]).rows()
+    ]
+    records = ragmetrics.evaluate_sync(mixed, llm="offline", progress=False)
+    assert [(r.index, r.id) for r in records][:3] == [(10, "10"), (11, "two#turn0"), (12, "two#turn1")]
+    assert records[3].index == 13  # after a conversation of two turns: one further on
 
 
 def test_retrieval_tools_and_the_history_budget_are_options_of_the_run():
