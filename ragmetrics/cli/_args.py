@@ -16,6 +16,13 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "EXIT_BATCH",
+    "EXIT_FAIL",
+    "EXIT_JUDGE",
+    "EXIT_OK",
+    "EXIT_PENDING",
+    "EXIT_PIPE",
+    "EXIT_USAGE",
     "add_batch_flags",
     "batch_from_flags",
     "count",
@@ -29,6 +36,13 @@ __all__ = [
     "price_pair",
     "unit_float",
 ]
+
+# The exit codes of every command (the table in ``ragmetrics eval --help`` and docs/cli.md), written once
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_PENDING = 3  # provider batches still running after --max-wait
+EXIT_BATCH = 4  # the provider's batch API failed or the batch ledger is damaged
+EXIT_JUDGE = 5  # a judge is not reading its inputs or failed its canaries
+EXIT_PIPE = 141  # 128 + SIGPIPE: stdout's reader went away (`... | head -1`)
 
 
 def unit_float(text: str) -> float:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ragmetrics.cli._args import EXIT_FAIL, EXIT_OK, EXIT_PIPE, EXIT_USAGE
 from ragmetrics.cli._test_flags import TEST_EPILOG
 from ragmetrics.cli.calibrate import add_calibrate_command
 from ragmetrics.cli.run_estimate import add_estimate_command
@@ -26,8 +27,6 @@ from ragmetrics.cli.run_tests import add_test_command
 
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE", "main"]
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-EXIT_PIPE = 141  # 128 + SIGPIPE: stdout's reader went away (`... | head -1`)
 _SUITE_ALLOW_FLAGS = (
     ("judge_url", "allow_judge_url"),
     ("cache", "allow_suite_cache"),

@@ -13,12 +13,19 @@ import argparse
 import sys
 from typing import Any
 
-from ragmetrics.cli._args import count, output_problem, positive_int, unit_float
+from ragmetrics.cli._args import (
+    EXIT_FAIL,
+    EXIT_OK,
+    EXIT_USAGE,
+    count,
+    output_problem,
+    positive_int,
+    unit_float,
+)
 from ragmetrics.errors import ConfigError, printable
 
 __all__ = ["add_calibrate_command", "cmd_calibrate"]
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 _EPILOG = (
     "exit codes: 0 done, 1 a judge scored no labelled row of some metric, 2 usage error (missing file, "
     "bad label, unknown metric or judge, missing API key, unwritable output path)"

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from ragmetrics.cli._args import price_option
+from ragmetrics.cli._args import EXIT_OK, EXIT_USAGE, price_option
 from ragmetrics.cli._eval_flags import estimate_parser
 from ragmetrics.cli._eval_inputs import (
     UsageError,
@@ -27,8 +27,6 @@ from ragmetrics.cli._eval_inputs import (
 from ragmetrics.errors import ConfigError
 
 __all__ = ["add_estimate_command", "cmd_estimate"]
-
-EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def add_estimate_command(commands: Any) -> None:

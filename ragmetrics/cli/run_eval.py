@@ -15,6 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragmetrics.cli._args import (
+    EXIT_BATCH,
+    EXIT_FAIL,
+    EXIT_JUDGE,
+    EXIT_OK,
+    EXIT_PENDING,
+    EXIT_USAGE,
     batch_from_flags,
     judge_health_min,
     judge_options,
@@ -48,10 +54,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_eval_command", "cmd_eval"]
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-EXIT_PENDING = 3
-EXIT_BATCH = 4
-EXIT_JUDGE = 5
 _OUT_SUFFIXES = (".jsonl", ".ndjson", ".csv")
 _REPORT_SUFFIXES = (".html", ".htm")
 

@@ -19,6 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics.cli._args import (
+    EXIT_FAIL,
+    EXIT_JUDGE,
+    EXIT_OK,
+    EXIT_PENDING,
+    EXIT_USAGE,
     add_batch_flags,
     batch_from_flags,
     non_negative_float,
@@ -29,7 +34,6 @@ from ragmetrics.errors import BatchPendingError, ConfigError, MissingDependencyE
 
 __all__ = ["add_generate_command", "cmd_generate"]
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_PENDING, EXIT_JUDGE = 0, 1, 2, 3, 5
 _EPILOG = (
     "exit codes: 0 the test set has --size items, 1 fewer items could be verified (see the rejects file), "
     "2 usage error (missing or unreadable document, a size cap passed, bad --mix, unknown judge, missing "

@@ -16,9 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ragmetrics.cli._args import judge_health_min, output_problem
+from ragmetrics.cli._args import EXIT_FAIL, EXIT_JUDGE, EXIT_OK, EXIT_USAGE, judge_health_min, output_problem
 from ragmetrics.cli._test_flags import test_parser
-from ragmetrics.cli.run_eval import EXIT_JUDGE
 from ragmetrics.errors import ConfigError, SnapshotError, printable
 
 if TYPE_CHECKING:
@@ -27,8 +26,6 @@ if TYPE_CHECKING:
     from ragmetrics.regression.snapshot import EvalRegression, Snapshot
 
 __all__ = ["add_test_command", "cmd_test"]
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 class _UsageError(Exception):
