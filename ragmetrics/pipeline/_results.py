@@ -58,11 +58,11 @@ class EvaluationResults(list[EvaluationResult]):
         """Metric names, in the pipeline's order."""
         return list(self._builder.metrics)
 
-    def to_jsonl(self, path: Any, *, level: Literal["records", "samples", "claims"] = "records") -> Any:
+    def to_jsonl(self, path: Any, *, level: Literal["records"] | Level = "records") -> Any:
         """Write JSON lines: the full records, or the rows of :meth:`to_pandas`.
 
-        ``level="records"`` (default) is lossless (:func:`read_jsonl` reads it back); ``"samples"`` and
-        ``"claims"`` write the rows of ``to_pandas(level=...)``.
+        ``level="records"`` (default) is lossless (:func:`read_jsonl` reads it back); the other levels
+        write the rows of ``to_pandas(level=...)``.
         """
         if level == "records":
             return write_jsonl(self, path)
@@ -78,7 +78,10 @@ class EvaluationResults(list[EvaluationResult]):
         One row per sample: your own columns (names, order, extra columns, metadata, contexts as
         lists), then a score, status and reason column per metric and the totals. ``level="claims"``:
         one row per claim (id, metric, claim, verdict, context index, evidence quote, quote found,
-        reason).
+        reason). ``level="turns"``: one row per conversation turn (the conversation, the turn, the
+        user's message, then the sample's columns and the message each context came from);
+        ``level="conversations"``: one row per conversation (each metric's mean over its turns, the
+        tool-call scores, its status).
         """
         return to_dataframe(self, metrics=self.metrics, level=level)
 

@@ -2,7 +2,8 @@
 
 :func:`turn_rows` expands each conversation row (``Row.conversation``) into one row per turn, the turn
 read as a sample by :func:`~ragmetrics.metrics.conversation.turns.turn_sample` (id ``CONV#turnN``),
-its ``meta`` naming the conversation, the turn, its message and where each context came from; the
+its ``meta`` naming the conversation, the turn, its message, the user's message it answers and where
+each context came from; the
 row carries the turn's :class:`~ragmetrics.metrics.conversation.turns.EvidenceMap`, so the record
 names the message each claim cites. The first turn's ``meta["tool_calls"]`` holds the tool-call
 metrics (no judge) when calls are expected. Each row keeps its index, shifted by the turns added before
@@ -121,6 +122,7 @@ def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
             "conversation_id": name,
             "turn": turn.number,
             "message_index": turn.index,
+            "user_message": turn.question.content if turn.question is not None else None,
             "sources": list(mapped.sources),
         }
         if k == 0 and tools:

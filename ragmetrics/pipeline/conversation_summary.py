@@ -5,13 +5,14 @@ A conversation is scored one record per assistant turn (see :mod:`ragmetrics.pip
 keeping only numbers, and gives one :class:`ConversationSummary` per conversation, in dataset order:
 the turns' scores and statuses, the mean of each metric over the turns that have a score, and the
 tool-call metrics (no judge) when the conversation expected calls. ``Report.conversations`` holds
-them (``ragmetrics eval --json``); the CLI prints them as a table.
+them (``ragmetrics eval --json``); the CLI prints them as a table. :func:`turn_table` and
+:func:`conversation_table` are ``to_pandas(level="turns")`` and ``level="conversations"``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragmetrics.pipeline.conversations import conversation_format
 from ragmetrics.pipeline.records import EvaluationResult
 
-__all__ = ["ConversationSummary", "ConversationTally", "TurnScores"]
+__all__ = ["ConversationSummary", "ConversationTally", "TurnScores", "conversation_table", "turn_table"]
 
 
 class TurnScores(BaseModel):
@@ -142,3 +143,61 @@ class ConversationTally:
                 )
             )
         return [summary for _, summary in sorted(found, key=lambda pair: pair[0])]
+
+
+def turn_table(
+    records: Iterable[EvaluationResult], metrics: Sequence[str], flat: Any
+) -> list[dict[str, Any]]:
+    """One row per conversation turn (``to_pandas(level="turns")``); records of sample rows are left out.
+
+    Each row is the conversation, the turn and its message index, the user's message it answers, then
+    ``flat(record)`` (the record's flat row: its id, question as the judge read it, answer, contexts,
+    and a score, status and reason column per metric) with ``context_sources``: the message each
+    context came from. A conversation refused whole is one row with no turn.
+    """
+    rows = []
+    for record in records:
+        meta = _turn_meta(record)
+        name = meta.get("conversation_id")
+        if not isinstance(name, str):
+            continue
+        sources = meta.get("sources")
+        rows.append(
+            {
+                "conversation_id": name,
+                "turn": meta.get("turn"),
+                "message_index": meta.get("message_index"),
+                "user_message": meta.get("user_message"),
+                **flat(record),
+                "context_sources": list(sources) if isinstance(sources, list) else None,
+            }
+        )
+    return rows
+
+
+def conversation_table(records: Iterable[EvaluationResult], metrics: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per conversation (``to_pandas(level="conversations")``), as :class:`ConversationSummary`.
+
+    Columns: the conversation's id, its turns and how many have every metric scored, the mean of each
+    metric over its turns, their mean, the tool-call scores, its status and what was wrong.
+    """
+    tally = ConversationTally(metrics)
+    for record in records:
+        tally.add(record)
+    rows = []
+    for summary in tally.result():
+        scored = sum(all(t.scores.get(m) is not None for m in metrics) for t in summary.turns)
+        rows.append(
+            {
+                "conversation_id": summary.id,
+                "turns": len(summary.turns),
+                "turns_scored": scored,
+                **{m: summary.scores.get(m) for m in metrics},
+                "mean_score": summary.mean_score,
+                "tool_call_accuracy": summary.tool_call_accuracy,
+                "tool_call_f1": summary.tool_call_f1,
+                "status": summary.status,
+                "message": summary.message,
+            }
+        )
+    return rows

@@ -3,7 +3,9 @@
 JSONL is lossless (:func:`read_jsonl` reads it back); CSV, pandas and ``datasets`` hold one flat row per
 record (:func:`flat_row`): the user's own columns under their own names and in their order (contexts a
 list, extra columns and metadata as they came), then a score, status and reason column per metric and
-the totals. ``level="claims"`` gives one row per claim instead (:func:`claim_rows`).
+the totals. ``level="claims"`` gives one row per claim instead (:func:`claim_rows`); ``level="turns"``
+one per conversation turn and ``level="conversations"`` one per conversation
+(:mod:`ragmetrics.pipeline.conversation_summary`).
 
 Text that UTF-8 cannot encode (a lone surrogate, e.g. in ``meta`` or an error message) never stops an
 export: JSON writes it as a JSON escape (read back as it was) and CSV writes it backslash-escaped.
@@ -22,10 +24,11 @@ from pydantic_core import PydanticSerializationError
 
 from ragmetrics._check import check_choice
 from ragmetrics.errors import MissingDependencyError
+from ragmetrics.pipeline.conversation_summary import conversation_table, turn_table
 from ragmetrics.pipeline.records import EvaluationResult
 
 _Model = TypeVar("_Model", bound=BaseModel)
-Level = Literal["samples", "claims"]
+Level = Literal["samples", "claims", "turns", "conversations"]
 CLAIM_COLUMNS = (
     "index",
     "id",
@@ -255,18 +258,27 @@ def claim_rows(record: EvaluationResult) -> Iterator[dict[str, Any]]:
 def table_rows(
     records: Iterable[EvaluationResult], *, metrics: Sequence[str] | None = None, level: Level = "samples"
 ) -> list[dict[str, Any]]:
-    """The rows of ``to_pandas()``/``to_hf()``: one per record, or one per claim (``level="claims"``).
+    """The rows of ``to_pandas()``/``to_hf()``: one per record, per claim, per turn or per conversation.
 
     Raises:
-        ConfigError: ``level`` is neither ``"samples"`` nor ``"claims"``.
+        ConfigError: ``level`` is not one of ``samples``, ``claims``, ``turns``, ``conversations``.
     """
     items = list(records)
     if level == "claims":
         return [row for r in items for row in claim_rows(r)]
     check_choice(
-        level, "level", "to_pandas()", ("samples",), expected="'samples' (one row per sample) or 'claims'"
+        level,
+        "level",
+        "to_pandas()",
+        ("samples", "turns", "conversations"),
+        expected="'samples' (one row per sample), 'claims', 'turns' (one per conversation turn) "
+        "or 'conversations'",
     )
     names = list(metrics) if metrics is not None else _metric_names(items)
+    if level == "turns":
+        return turn_table(items, names, lambda r: flat_row(r, names, lists=True))
+    if level == "conversations":
+        return conversation_table(items, names)
     return [flat_row(r, names, lists=True) for r in items]
 
 
@@ -276,6 +288,8 @@ def to_dataframe(
     """Records as a pandas DataFrame: one row per record, or per claim (needs the ``pandas`` extra)."""
     pd = _pandas("to_pandas()")
     rows = table_rows(records, metrics=metrics, level=level)
+    if level == "turns" and rows:  # a refused conversation's row has no turn: <NA>, not a float NaN
+        return pd.DataFrame(rows).astype({"turn": "Int64", "message_index": "Int64"})
     if level != "claims":
         return pd.DataFrame(rows)
     frame = pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))

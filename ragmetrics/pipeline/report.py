@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +25,7 @@ from ragmetrics.judge.store import CacheCounts
 from ragmetrics.pipeline.canaries import CanaryResult
 from ragmetrics.pipeline.conversation_summary import ConversationSummary, ConversationTally
 from ragmetrics.pipeline.export import (
+    Level,
     _metric_names,
     _pandas,
     dump_json,
@@ -445,7 +446,7 @@ class Report(BaseModel):
         """Write one flat row per record (see :func:`flat_row`)."""
         return write_csv(self.records, path, metrics=list(self.aggregates))
 
-    def to_pandas(self, level: Literal["samples", "claims"] = "samples") -> Any:
+    def to_pandas(self, level: Level = "samples") -> Any:
         """The records as a pandas DataFrame, one flat row per record (``level="claims"``: per claim)."""
         return to_dataframe(self.records, metrics=list(self.aggregates), level=level)
 
