@@ -19,6 +19,7 @@ from typing import Any
 from ragmetrics.integrations._ray_bucket import ClusterGate
 from ragmetrics.judge.limits import AdaptiveLimiter
 from ragmetrics.metrics.base import needs_of
+from ragmetrics.pipeline._turn_rows import turn_rows
 from ragmetrics.pipeline.dataset import Dataset, Row
 from ragmetrics.pipeline.export import table_rows
 from ragmetrics.pipeline.runner import EvaluationPipeline, share_judges
@@ -138,8 +139,10 @@ class BatchEvaluator:
             started = await self._bucket.attempt.remote(key)
             if started > self._max_attempts:
                 return await self._given_up(rows, batch, started - 1)
+        # a conversation's turns keep its position (other batches' turns cannot be counted here)
+        turns = list(turn_rows(rows, self._pipeline.turns, shift=False))
         async with self._lock:
-            results = await self._pipeline.evaluate(rows)
+            results = await self._pipeline.evaluate(turns)
         if self._bucket is not None and rows:
             self._bucket.done.remote(key)
         return self._table(table_rows(results, metrics=results.metrics), batch)

@@ -71,7 +71,9 @@ _TOO_DEEP = f"(dropped: nested more than {MAX_NESTING} levels deep)"
 def plain_value(value: Any, _depth: int = 0) -> Any:
     """numpy/pandas scalars and arrays to plain Python; NaN (pandas' missing value) to None.
 
-    Past ``MAX_NESTING`` levels the value is left as it is (no deeper recursion): the row is refused.
+    Lists and mappings are converted all the way down (a conversation's messages read by pandas or Ray
+    are arrays of mappings holding arrays). Past ``MAX_NESTING`` levels the value is left as it is (no
+    deeper recursion): the row is refused.
     """
     if value is None or isinstance(value, (str, bool, int)) or _depth > MAX_NESTING:
         return value
@@ -82,6 +84,8 @@ def plain_value(value: Any, _depth: int = 0) -> Any:
         return plain_value(tolist(), _depth)
     if isinstance(value, (list, tuple)):
         return [plain_value(v, _depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {k: plain_value(v, _depth + 1) for k, v in value.items()}
     return value
 
 

@@ -131,20 +131,23 @@ def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
     return found
 
 
-def turn_rows(rows: Iterable[Row], options: TurnOptions) -> Iterator[Row]:
+def turn_rows(rows: Iterable[Row], options: TurnOptions, *, shift: bool = True) -> Iterator[Row]:
     """The rows with every conversation row expanded into its turn rows.
 
     A row keeps its own index, shifted by the turn rows the conversations before it added (a
     conversation of ``n`` turns adds ``n - 1``): rows read from a source (numbered 0, 1, ...) come out
-    numbered in order, and rows given already numbered (a Ray batch's rows carry their positions in the
-    whole dataset, ``ragmetrics eval --limit`` passes the first rows) keep their numbers when no
-    conversation precedes them.
+    numbered in order, and rows given already numbered (``ragmetrics eval --limit`` passes the first
+    rows) keep their numbers when no conversation precedes them. ``shift=False`` (a Ray batch, whose
+    rows carry their positions in the whole dataset and cannot know the turns of other batches): every
+    turn row keeps its conversation's index, and the others keep theirs.
     """
-    shift = 0
+    added = 0
     for row in rows:
         if row.conversation is None or row.problem is not None:
-            yield row if shift == 0 else dataclasses.replace(row, index=row.index + shift)
+            yield row if added == 0 else dataclasses.replace(row, index=row.index + added)
             continue
-        turns = _turns(row, row.index + shift, options)
+        turns = _turns(row, row.index + added, options)
+        if not shift:
+            turns = [dataclasses.replace(turn, index=row.index) for turn in turns]
         yield from turns
-        shift += len(turns) - 1
+        added += len(turns) - 1 if shift else 0
