@@ -30,12 +30,18 @@ from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
 from ragmetrics.metrics.claims.groundedness import GroundednessMetric
 from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found
 from ragmetrics.metrics.claims.relevancy import RelevancyMetric
+from ragmetrics.metrics.conversation.session import (
+    ConversationCompleteness,
+    KnowledgeRetention,
+    TaskCompletion,
+)
 from ragmetrics.metrics.evaluators.base import Evaluator
 from ragmetrics.metrics.evaluators.factory import EVALUATOR_TYPES
 
 __all__ = [
     "BUILTIN_METRICS",
     "BY_NAME",
+    "CONVERSATION_METRICS",
     "RAG_METRICS",
     "ClaimMetric",
     "ClaimScore",
@@ -65,10 +71,19 @@ RAG_METRICS: Mapping[str, type] = MappingProxyType(
 )
 """The claim-based RAG metrics by name."""
 
-BUILTIN_METRICS: Mapping[str, type] = MappingProxyType({**RAG_METRICS, **EVALUATOR_TYPES})
+CONVERSATION_METRICS: Mapping[str, type] = MappingProxyType(
+    {cls.name: cls for cls in (KnowledgeRetention, ConversationCompleteness, TaskCompletion)}
+)
+"""The conversation-level metrics by name: one judge call per conversation each, on no turn."""
+
+BUILTIN_METRICS: Mapping[str, type] = MappingProxyType(
+    {**RAG_METRICS, **CONVERSATION_METRICS, **EVALUATOR_TYPES}
+)
 """Every built-in metric and evaluator by its snake_case name (the evaluators from their one table)."""
 
-BY_NAME = tuple(sorted([*RAG_METRICS, *(n for n, cls in EVALUATOR_TYPES.items() if cls.by_name)]))
+BY_NAME = tuple(
+    sorted([*RAG_METRICS, *CONVERSATION_METRICS, *(n for n, cls in EVALUATOR_TYPES.items() if cls.by_name)])
+)
 """The metric names accepted in place of a metric object (the CLI's ``--metrics``, ``evaluate()``)."""
 
 
@@ -100,9 +115,10 @@ def metric_from_name(
         return _metric_from_path(name, llm=llm, threshold=threshold, cache=cache, **options)
     name = canonical_metric_name(name)
     embeddings = options.pop("embeddings", None)
-    if name in RAG_METRICS:
+    if name in RAG_METRICS or name in CONVERSATION_METRICS:
         judge = {} if llm is None else {"llm": llm}
-        return RAG_METRICS[name](threshold=threshold, cache=cache, **judge, **options)
+        cls = RAG_METRICS.get(name) or CONVERSATION_METRICS[name]
+        return cls(threshold=threshold, cache=cache, **judge, **options)
     if name == "cosine_similarity":
         from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD
         from ragmetrics.metrics.evaluators.embedding import EmbeddingDistanceEvaluator

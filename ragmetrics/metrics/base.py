@@ -55,6 +55,9 @@ class Needs:
     """The metric calls an LLM judge (its calls are estimated, its judge closed after a run)."""
     shares_judge: bool = False
     """The metric is a :class:`JudgedMetric` whose judge may be shared with metrics of equal key."""
+    conversation: bool = False
+    """The metric scores a whole conversation: the pipeline runs it once per conversation (on its
+    conversation record), with ``evaluate_sample(sample, conversation=...)``, and on no turn."""
 
     @property
     def fields(self) -> tuple[SampleField, ...]:

@@ -4,7 +4,9 @@
 each becomes an error record through :func:`~ragmetrics.score.failure_from`, and the
 first failure is handed back beside the record for ``raise_on_error``. The record's usage counts every
 call made for the row: the results', the failures' and that of calls its timeout cut off. A
-conversation's turn row gets, on each result, the message each claim cites (``details["cited"]``).
+conversation's turn row gets, on each result, the message each claim cites (``details["cited"]``); it
+runs every metric but the conversation-level ones, which run on the conversation's own row
+(:meth:`SampleExecutor.calls_for`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ragmetrics.pipeline._metric_call import MetricCall
 from ragmetrics.pipeline._row import contexts_problem, reference_problem
 from ragmetrics.pipeline.dataset import Row, provenance, to_sample
 from ragmetrics.pipeline.report import EvaluationResult, ScoreSpread
-from ragmetrics.sample import Sample
+from ragmetrics.sample import Conversation, Sample
 from ragmetrics.score import ErrorRecord, MetricResult, SampleTimeoutError, Usage, failure_from
 
 __all__ = ["SampleExecutor"]
@@ -42,6 +44,18 @@ class SampleExecutor:
     """Wall-time limit per sample (all metrics and repeats), or None."""
     needs_contexts: bool
     """Whether a row without contexts is invalid."""
+
+    def calls_for(self, row: Row) -> Sequence[MetricCall]:
+        """The metrics that score ``row``.
+
+        A conversation's turn gets all but the conversation-level ones, a conversation row only those,
+        a sample every one (a conversation-level metric refuses it).
+        """
+        if row.level == "turn":
+            return [c for c in self.calls if not c.needs.conversation]
+        if row.level == "conversation":
+            return [c for c in self.calls if c.needs.conversation]
+        return self.calls
 
     def sample(self, row: Row) -> Sample:
         """The row as a sample.
@@ -64,7 +78,7 @@ class SampleExecutor:
             index=row.index,
             id=rid if rid is not None else str(row.index),
             sample=sample,
-            scores={c.name: None for c in self.calls},
+            scores={c.name: None for c in self.calls_for(row)},
             errors=errors,
             latency_ms=latency_ms,
             columns=columns,
@@ -80,7 +94,7 @@ class SampleExecutor:
             except InvalidInputError as exc:
                 errors = [failure_from(exc, row=row.index)]
                 return self.failed_record(row, None, errors, (time.perf_counter() - started) * 1000.0), exc
-        jobs = [(call, r) for call in self.calls for r in range(self.repeats)]
+        jobs = [(call, r) for call in self.calls_for(row) for r in range(self.repeats)]
         # A reference that is no string (nor a list of strings), or contexts recorded without their text,
         # fail only the metrics that need them.
         reference, contexts = reference_problem(row), contexts_problem(row)
@@ -91,19 +105,23 @@ class SampleExecutor:
         runnable = [job for job, no in zip(jobs, refused, strict=True) if no is None]
         busy = BusyTime()
         with unclaimed() as cut_off:  # what calls cancelled by the sample's timeout had spent
-            ran = iter(await self._run_jobs(sample, runnable, busy) if runnable else [])
+            ran = iter(await self._run_jobs(sample, runnable, busy, row.session) if runnable else [])
         outcomes: list[MetricResult | BaseException] = [no if no is not None else next(ran) for no in refused]
         # The row's latency is the time its metrics ran or awaited something of their own, not the time
         # they waited for the event loop behind other rows (which made every row show the batch time).
         return self._build(row, sample, jobs, outcomes, busy.total_ms(), cut_off.usage)
 
     async def _run_jobs(
-        self, sample: Sample, jobs: list[tuple[MetricCall, int]], busy: BusyTime
+        self,
+        sample: Sample,
+        jobs: list[tuple[MetricCall, int]],
+        busy: BusyTime,
+        conversation: Conversation | None,
     ) -> list[Any]:
         """Run the jobs, recording their busy time into ``busy``; outcomes in job order."""
 
         async def job(call: MetricCall, repeat: int) -> MetricResult:
-            return await timed(call(sample, repeat), busy)
+            return await timed(call(sample, repeat, conversation), busy)
 
         timeout = self.timeout_s
         if len(jobs) == 1 and timeout is None:
@@ -159,7 +177,7 @@ class SampleExecutor:
         by_metric: dict[str, list[tuple[int, Any]]] = {}
         for (call, repeat), outcome in zip(jobs, outcomes, strict=True):
             by_metric.setdefault(call.name, []).append((repeat, outcome))
-        for call in self.calls:
+        for call in self.calls_for(row):
             repeat_scores: list[float | None] = []
             for repeat, outcome in by_metric[call.name]:
                 where = f" (repeat {repeat})" if self.repeats > 1 else ""

@@ -2,7 +2,8 @@
 
 :class:`MetricCall` wraps a :class:`~ragmetrics.metrics.base.Metric` (``name``, ``needs``,
 ``threshold``, ``evaluate_sample``) or a function of a :class:`~ragmetrics.sample.Sample` (sync or
-async) into ``await call(sample, repeat) -> MetricResult``, coercing floats, bools and dicts. This is
+async) into ``await call(sample, repeat) -> MetricResult``, coercing floats, bools and dicts (a
+conversation-level metric, ``needs.conversation``, is also given the row's conversation). This is
 the one place a user's object is read (:func:`~ragmetrics.metrics.base.needs_of` gives its ``Needs``).
 :func:`share_judges` gives the metrics that declare a shareable judge (``needs.shares_judge``) and
 have an equal ``judge_key()`` one caching judge.
@@ -19,7 +20,7 @@ from ragmetrics.judge.cache import CachingJudge
 from ragmetrics.metrics.base import JudgedMetric, check_threshold, needs_of, passed_at
 from ragmetrics.metrics.claims.metric import share_tasks
 from ragmetrics.pipeline.records import reserved_name
-from ragmetrics.sample import Sample
+from ragmetrics.sample import Conversation, Sample
 from ragmetrics.score import MetricResult
 
 __all__ = ["MetricCall", "judged", "share_judges"]
@@ -59,8 +60,13 @@ class MetricCall:
         self.threshold = check_threshold(getattr(metric, "threshold", None), name)
         self.needs = needs_of(metric)
 
-    async def __call__(self, sample: Sample, repeat: int) -> MetricResult:
-        out = self._fn(sample, repeat=repeat) if self._takes_repeat else self._fn(sample)
+    async def __call__(
+        self, sample: Sample, repeat: int, conversation: Conversation | None = None
+    ) -> MetricResult:
+        if self.needs.conversation:  # a conversation-level metric: given the row's conversation, if any
+            out = self._fn(sample, repeat=repeat, conversation=conversation)
+        else:
+            out = self._fn(sample, repeat=repeat) if self._takes_repeat else self._fn(sample)
         if inspect.isawaitable(out):
             out = await out
         return self._coerce(out)

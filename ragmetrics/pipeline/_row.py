@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragmetrics._check import MAX_NESTING, check_nesting, nesting_depth
 from ragmetrics.errors import InvalidInputError
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Row",
+    "RowLevel",
     "contexts_problem",
     "plain_value",
     "provenance",
@@ -32,6 +33,9 @@ __all__ = [
     "to_conversation",
     "to_sample",
 ]
+
+
+RowLevel = Literal["sample", "turn", "conversation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,12 @@ class Row:
     refusal: InvalidInputError | None = None
     """Why a conversation, or one of its turns, cannot be scored: :func:`to_sample` raises it as it is
     (it names the message at fault, ``messages[3].tool_call_id``)."""
+    level: RowLevel = "sample"
+    """What the row stands for: a sample (every metric runs; a conversation-level metric refuses it,
+    and a conversation refused whole is one too), a conversation's ``turn`` (every metric but the
+    conversation-level ones) or a ``conversation`` record (only those; see :attr:`session`)."""
+    session: Conversation | None = None
+    """For a ``conversation`` row: the conversation the conversation-level metrics score."""
 
 
 _TOO_DEEP = f"(dropped: nested more than {MAX_NESTING} levels deep)"

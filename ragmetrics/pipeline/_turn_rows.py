@@ -3,13 +3,14 @@
 :func:`turn_rows` expands each conversation row (``Row.conversation``) into one row per turn, the turn
 read as a sample by :func:`~ragmetrics.metrics.conversation.turns.turn_sample` (id ``CONV#turnN``),
 its ``meta`` naming the conversation, the turn, its message, the user's message it answers and where
-each context came from; the
-row carries the turn's :class:`~ragmetrics.metrics.conversation.turns.EvidenceMap`, so the record
-names the message each claim cites. The first turn's ``meta["tool_calls"]`` holds the tool-call
-metrics (no judge) when calls are expected. Each row keeps its index, shifted by the turns added before
-it (:func:`turn_rows`). A conversation that cannot be read is one row refused with its error (naming
-``messages[i]``), a turn that cannot be read that turn's row (their ``source`` names the conversation
-and turn, for the record); sample rows pass through.
+each context came from; the row carries the turn's
+:class:`~ragmetrics.metrics.conversation.turns.EvidenceMap`, so the record names the message each claim
+cites. The first turn's ``meta["tool_calls"]`` holds the tool-call metrics (no judge) when calls are
+expected. With conversation-level metrics, a conversation row (id ``CONV``) follows the turns. Each
+row keeps its index, shifted by the rows added before it (:func:`turn_rows`). A conversation that
+cannot be read is one row refused with its error (naming ``messages[i]``), a turn that cannot be read
+that turn's row (their ``source`` names the conversation and turn, for the record); sample rows pass
+through.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ragmetrics.metrics.conversation.turns import (
     turn_sample,
 )
 from ragmetrics.pipeline._row import Row, to_conversation
-from ragmetrics.sample import Conversation
+from ragmetrics.sample import Conversation, Sample
 
 __all__ = ["TurnOptions", "has_expected_calls", "turn_rows"]
 
@@ -44,10 +45,18 @@ class TurnOptions:
     """The tool names whose results are evidence; None: every tool's."""
     history_budget_tokens: int = DEFAULT_HISTORY_BUDGET_TOKENS
     """Estimated tokens of history per turn (the oldest messages are cut first)."""
+    conversation_rows: bool = False
+    """Whether each conversation also gets a conversation row after its turns (the run has
+    conversation-level metrics)."""
 
     @classmethod
     def of(
-        cls, retrieval_tools: Collection[str] | None, history_budget_tokens: int, owner: str
+        cls,
+        retrieval_tools: Collection[str] | None,
+        history_budget_tokens: int,
+        owner: str,
+        *,
+        conversation_rows: bool = False,
     ) -> TurnOptions:
         """Checked options.
 
@@ -55,7 +64,7 @@ class TurnOptions:
             ConfigError: Not a list of tool names, or not a non-negative integer budget.
         """
         budget = check_int(history_budget_tokens, "history_budget_tokens", owner, minimum=0)
-        return cls(_tool_names(retrieval_tools), budget)
+        return cls(_tool_names(retrieval_tools), budget, bool(conversation_rows))
 
 
 def has_expected_calls(conversation: Conversation) -> bool:
@@ -115,7 +124,7 @@ def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
             )
         except InvalidInputError as exc:
             where = {"conversation_id": name, "turn": turn.number, "message_index": turn.index}
-            found.append(Row(start + k, {"id": turn_id}, source=where, refusal=exc))
+            found.append(Row(start + k, {"id": turn_id}, source=where, refusal=exc, level="turn"))
             continue
         meta: dict[str, Any] = {
             **conversation.meta,
@@ -127,8 +136,23 @@ def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
         }
         if k == 0 and tools:
             meta["tool_calls"] = tools
-        found.append(Row(start + k, sample.model_copy(update={"meta": meta}), evidence=mapped))
+        found.append(Row(start + k, sample.model_copy(update={"meta": meta}), evidence=mapped, level="turn"))
+    if options.conversation_rows:
+        found.append(_conversation_row(conversation, name, start + len(found), len(turns)))
     return found
+
+
+def _conversation_row(conversation: Conversation, name: str, index: int, turns: int) -> Row:
+    """The row the conversation-level metrics score: its sample stands for the whole conversation.
+
+    Its id is the conversation's; its question the goal (else the first user message), its answer the
+    last assistant message with text; ``meta`` says ``level: conversation`` and how many turns it has.
+    """
+    first = next((m.content for m in conversation.messages if m.role == "user" and m.content.strip()), None)
+    said = [m.content for m in conversation.messages if m.role == "assistant" and m.content.strip()]
+    meta = {**conversation.meta, "conversation_id": name, "level": "conversation", "turns": turns}
+    sample = Sample(question=conversation.goal or first, answer=said[-1], contexts=(), id=name, meta=meta)
+    return Row(index, sample, level="conversation", session=conversation)
 
 
 def turn_rows(rows: Iterable[Row], options: TurnOptions, *, shift: bool = True) -> Iterator[Row]:

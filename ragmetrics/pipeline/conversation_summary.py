@@ -48,7 +48,8 @@ class ConversationSummary(BaseModel):
     turns: list[TurnScores] = Field(default_factory=list)
     """Its assistant turns' records, in turn order."""
     scores: dict[str, float | None] = Field(default_factory=dict)
-    """Per metric, the mean over the turns with a score (None: no turn has one)."""
+    """Per metric, the mean over the turns with a score (None: no turn has one); a conversation-level
+    metric's score is the conversation's."""
     mean_score: float | None = None
     """Mean of those means that exist."""
     tool_call_accuracy: float | None = None
@@ -79,7 +80,8 @@ def _turn_meta(record: EvaluationResult) -> Mapping[str, Any]:
     """
     if record.sample is not None:
         meta = record.sample.meta
-        return meta if _TURN_KEYS | {"sources"} <= set(meta) else {}
+        whole = meta.get("level") == "conversation" and "conversation_id" in meta  # its own record
+        return meta if whole or _TURN_KEYS | {"sources"} <= set(meta) else {}
     extra = record.extra
     if set(extra) <= _TURN_KEYS or conversation_format(extra) is not None:
         return extra
@@ -94,12 +96,16 @@ class ConversationTally:
         self._turns: dict[str, list[tuple[int, TurnScores]]] = {}
         self._tools: dict[str, dict[str, Any]] = {}
         self._refused: dict[str, tuple[int, str, str]] = {}
+        self._whole: dict[str, dict[str, float | None]] = {}  # the conversation-level metrics' scores
 
     def add(self, record: EvaluationResult) -> None:
         """Count one record in (a record that is not a conversation's turn is ignored)."""
         meta = _turn_meta(record)
         name = meta.get("conversation_id")
         if not isinstance(name, str):
+            return
+        if meta.get("level") == "conversation":  # the conversation's own record
+            self._whole[name] = {m: record.scores[m] for m in self.metrics if m in record.scores}
             return
         if "turn" not in meta:  # the conversation itself was refused
             error = record.errors[0] if record.errors else None
@@ -110,7 +116,7 @@ class ConversationTally:
             id=record.id,
             turn=int(meta.get("turn", 0)),
             message=int(meta.get("message_index", 0)),
-            scores={m: record.scores.get(m) for m in self.metrics},
+            scores={m: record.scores.get(m) for m in self.metrics if m in record.scores},
             status=record.errors[0].status if record.errors else "ok",
         )
         self._turns.setdefault(name, []).append((record.index, turn))
@@ -126,7 +132,10 @@ class ConversationTally:
         ]
         for name, turns in self._turns.items():
             ordered = [t for _, t in sorted(turns, key=lambda pair: pair[1].turn)]
-            scores = {m: _mean([t.scores.get(m) for t in ordered]) for m in self.metrics}
+            whole = self._whole.get(name, {})
+            scores = {
+                m: whole[m] if m in whole else _mean([t.scores.get(m) for t in ordered]) for m in self.metrics
+            }
             tools = self._tools.get(name, {})
             found.append(
                 (
@@ -159,7 +168,7 @@ def turn_table(
     for record in records:
         meta = _turn_meta(record)
         name = meta.get("conversation_id")
-        if not isinstance(name, str):
+        if not isinstance(name, str) or meta.get("level") == "conversation":
             continue
         sources = meta.get("sources")
         rows.append(
@@ -186,7 +195,7 @@ def conversation_table(records: Iterable[EvaluationResult], metrics: Sequence[st
         tally.add(record)
     rows = []
     for summary in tally.result():
-        scored = sum(all(t.scores.get(m) is not None for m in metrics) for t in summary.turns)
+        scored = sum(all(v is not None for v in t.scores.values()) for t in summary.turns)
         rows.append(
             {
                 "conversation_id": summary.id,

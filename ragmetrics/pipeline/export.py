@@ -115,9 +115,10 @@ def flat_row(
     names = list(metrics) if metrics is not None else list(record.scores)
     row: dict[str, Any] = {"index": record.index, **_input_columns(record, lists)}
     for name in names:
+        applies = name in record.scores  # a conversation-level metric is on the conversation's row only
         row[name] = record.scores.get(name)
-        row[f"{name}_status"] = record.status_of(name)
-        row[f"{name}_reason"] = _reason(record, name)
+        row[f"{name}_status"] = record.status_of(name) if applies else None
+        row[f"{name}_reason"] = _reason(record, name) if applies else None
         spread = record.spread.get(name)
         if spread is not None:
             row[f"{name}_std"] = spread.std

@@ -164,7 +164,7 @@ def _record_tally(
     tally: dict[str, tuple[Counter[str], list[str]]] = {m: (Counter(), []) for m in names}
     for record in records:
         for name in names:
-            if record.scores.get(name) is not None:
+            if name not in record.scores or record.scores[name] is not None:  # not its metric, or scored
                 continue
             statuses, example = tally[name]
             statuses[record.status_of(name)] += 1

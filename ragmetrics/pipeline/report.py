@@ -216,6 +216,7 @@ class ReportBuilder:
         self._scores = {m: array("d") for m in self.metrics}
         self._statuses: dict[str, Counter[str]] = {m: Counter() for m in self.metrics}
         self._passed: dict[str, list[int]] = {m: [0, 0] for m in self.metrics}
+        self._totals: Counter[str] = Counter()  # per metric, the records it applies to
         self._spreads: dict[str, list[float]] = {
             m: [0.0, 0.0, 0.0] for m in self.metrics
         }  # sum std, n, max range
@@ -240,6 +241,9 @@ class ReportBuilder:
         for name in self.metrics:
             if name not in self._scores:  # a metric seen only in records (read back from a file)
                 continue
+            if name not in record.scores:  # not this record's (a conversation-level metric on a turn)
+                continue
+            self._totals[name] += 1
             score = record.scores.get(name)
             self._statuses[name][record.status_of(name)] += 1
             if score is not None:
@@ -291,7 +295,7 @@ class ReportBuilder:
             spread_sum, spread_n, spread_max = self._spreads[name]
             out[name] = MetricAggregate(
                 name=name,
-                total=self.total,
+                total=self._totals[name],
                 count=n,
                 mean=float(values.mean()) if n else None,
                 std=float(values.std()) if n else None,

@@ -189,7 +189,12 @@ class EvaluationPipeline:
         self.callbacks = list(callbacks)
         self.columns = dict(columns or {})
         self.canaries = bool(canaries)
-        self.turns = TurnOptions.of(retrieval_tools, history_budget_tokens, owner)
+        self.turns = TurnOptions.of(
+            retrieval_tools,
+            history_budget_tokens,
+            owner,
+            conversation_rows=any(c.needs.conversation for c in self._calls),
+        )
         Dataset([], columns=self.columns)  # checks the mapping's field names now
         self.batch = None
         if batch is not False and batch is not None:

@@ -22,7 +22,7 @@ from ragmetrics._check import check_field, check_int
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge, JudgeRequest
 from ragmetrics.metrics._judged import JudgeHolder
-from ragmetrics.metrics.base import check_threshold, passed_at
+from ragmetrics.metrics.base import Needs, check_threshold, passed_at
 from ragmetrics.metrics.claims.verification import Health, checked
 from ragmetrics.metrics.conversation.judgements import (
     REASK_VERSION,
@@ -31,7 +31,7 @@ from ragmetrics.metrics.conversation.judgements import (
     judgement_request,
 )
 from ragmetrics.prompting import load_prompt
-from ragmetrics.sample import Conversation
+from ragmetrics.sample import Conversation, Sample
 from ragmetrics.score import MetricResult, Status, Usage, failure_from
 from ragmetrics.text import estimate_tokens
 
@@ -45,6 +45,7 @@ __all__ = [
 
 DEFAULT_MAX_CONVERSATION_TOKENS = 100_000
 """Estimated prompt tokens of one conversation-level request; a longer conversation is ``invalid_input``."""
+_NEEDS = Needs(answer=False, judge=True, shares_judge=True, conversation=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +105,28 @@ class ConversationJudgementMetric(JudgeHolder):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(llm={self._judge_spec()!r}, threshold={self.threshold})"
+
+    @property
+    def needs(self) -> Needs:
+        """A whole conversation, and a judge the pipeline may share with the claim metrics."""
+        return _NEEDS
+
+    async def evaluate_sample(
+        self, sample: Sample, *, repeat: int = 0, conversation: Conversation | None = None
+    ) -> MetricResult:
+        """Score the conversation of a pipeline's conversation record (``sample`` stands for it).
+
+        Raises:
+            InvalidInputError: No conversation is given (the row is a single answer).
+        """
+        if conversation is None:
+            raise InvalidInputError(
+                "messages",
+                "a conversation (a record with messages)",
+                row=sample.id,
+                detail=f"{self.name} scores whole conversations, and this row is a single answer",
+            )
+        return await self.evaluate(conversation, repeat=repeat)
 
     # -- what a subclass defines --------------------------------------------------------------------
     def _without_call(self, conversation: Conversation) -> JudgementScore | None:
