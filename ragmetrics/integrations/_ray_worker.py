@@ -19,8 +19,7 @@ from typing import Any
 from ragmetrics.integrations._ray_bucket import ClusterGate
 from ragmetrics.judge.limits import AdaptiveLimiter
 from ragmetrics.metrics.base import needs_of
-from ragmetrics.pipeline._turn_rows import turn_rows
-from ragmetrics.pipeline.dataset import Dataset, Row
+from ragmetrics.pipeline.dataset import Dataset, Row, turn_rows
 from ragmetrics.pipeline.export import table_rows
 from ragmetrics.pipeline.runner import EvaluationPipeline, share_judges
 

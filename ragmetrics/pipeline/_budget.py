@@ -82,7 +82,7 @@ async def within_budget(
         sample = executor.sample(row)
     except InvalidInputError:
         return await executor.evaluate_row(row)
-    raw = estimator.cost(sample)
+    raw = estimator.cost(sample, row.level, row.session)
     guess = state.calibrated(raw)
     budget = float(state.max_cost_usd or 0.0)
     cond = state.budget_cond

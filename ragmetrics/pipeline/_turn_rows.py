@@ -1,16 +1,14 @@
 """Conversation rows as the pipeline scores them: one sample row per assistant turn with text.
 
-:func:`turn_rows` expands each conversation row (``Row.conversation``) into one row per turn, the turn
-read as a sample by :func:`~ragmetrics.metrics.conversation.turns.turn_sample` (id ``CONV#turnN``),
-its ``meta`` naming the conversation, the turn, its message, the user's message it answers and where
-each context came from; the row carries the turn's
-:class:`~ragmetrics.metrics.conversation.turns.EvidenceMap`, so the record names the message each claim
-cites. The first turn's ``meta["tool_calls"]`` holds the tool-call metrics (no judge) when calls are
-expected. With conversation-level metrics, a conversation row (id ``CONV``) follows the turns. Each
-row keeps its index, shifted by the rows added before it (:func:`turn_rows`). A conversation that
-cannot be read is one row refused with its error (naming ``messages[i]``), a turn that cannot be read
-that turn's row (their ``source`` names the conversation and turn, for the record); sample rows pass
-through.
+:func:`turn_rows` expands each conversation row (``Row.conversation``) into one row per turn, read as
+a sample by :func:`~ragmetrics.metrics.conversation.turns.turn_sample` (id ``CONV#turnN``), its
+``meta`` naming the conversation, the turn, its message, the user's message it answers and where each
+context came from; the row carries the turn's ``EvidenceMap``, so the record names the message each
+claim cites. The first turn's ``meta["tool_calls"]`` holds the tool-call metrics (no judge) when calls
+are expected. With conversation-level metrics, a conversation row (id ``CONV``) follows the turns.
+Rows keep their index, shifted by the rows added before them. A conversation that cannot be read is
+one refused row (naming ``messages[i]``), a turn that cannot be read that turn's row (their ``source``
+names the conversation and turn); sample rows pass through.
 """
 
 from __future__ import annotations

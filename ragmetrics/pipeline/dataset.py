@@ -40,6 +40,7 @@ __all__ = [
     "Dataset",
     "Row",
     "TurnOptions",
+    "turn_rows",
     "detect_encoding",
     "provenance",
     "read_lines",

@@ -30,7 +30,7 @@ from ragmetrics.pipeline._inputs import columns_dataset
 from ragmetrics.pipeline._metric_call import share_judges
 from ragmetrics.pipeline.canary_draw import DRAW_ROWS, draw_canary
 from ragmetrics.pipeline.dataset import Dataset, to_sample
-from ragmetrics.sample import Sample
+from ragmetrics.sample import Conversation, Sample
 from ragmetrics.text import tokens_for_chars as _tokens
 
 __all__ = ["Estimate", "JudgeEstimate", "SampleEstimator", "estimate"]
@@ -42,6 +42,9 @@ _CLAIM_OVERHEAD_CHARS = 45
 """Characters of one extracted claim's JSON besides its text and span."""
 _CONTEXT_OVERHEAD_CHARS = 40
 """Characters of one context's judgement per level asked (supports; relevance and a reason)."""
+_WHOLE_OVERHEAD_CHARS = 160
+"""Characters of a conversation-level judgement per assistant turn (an item: indices, a verdict, a
+reason), besides the quotes (guessed as a quarter of what was said)."""
 
 
 @cache
@@ -155,19 +158,33 @@ class SampleEstimator:
         self.check_cache = check_cache
         groups: dict[int, _Group] = {}
         self.unestimated: list[str] = []
+        self.whole: list[Any] = []
+        """The conversation-level metrics (one request per conversation each, from ``request()``)."""
         for metric in metrics:
             if isinstance(metric, ClaimMetric):
                 judge = metric.judge
                 groups.setdefault(id(judge), _Group(judge, [])).members.append(metric)
+            elif needs_of(metric).conversation and callable(getattr(metric, "request", None)):
+                self.whole.append(metric)
             elif needs_of(metric).judge:
                 self.unestimated.append(str(getattr(metric, "name", type(metric).__name__)))
         self.groups = list(groups.values())
 
     def judges(self) -> list[CachingJudge]:
-        """The judges estimated, one per group."""
-        return [g.judge for g in self.groups]
+        """The judges estimated, one per group (and the conversation-level metrics' own)."""
+        found = {id(g.judge): g.judge for g in self.groups}
+        for metric in self.whole:
+            found.setdefault(id(metric.judge), metric.judge)
+        return list(found.values())
 
-    def estimate(self, sample: Sample, seen: dict[int, set[str]] | None = None) -> dict[str, _Cost]:
+    def estimate(
+        self,
+        sample: Sample,
+        seen: dict[int, set[str]] | None = None,
+        *,
+        level: str = "sample",
+        conversation: Conversation | None = None,
+    ) -> dict[str, _Cost]:
         """Predicted usage of ``sample`` per judge spec.
 
         Args:
@@ -175,18 +192,50 @@ class SampleEstimator:
             seen: Cache keys already billed, per judge group, shared across calls: pass the same dict
                 for every row of a dataset so a request repeated on another row is billed once, as the
                 run's cache and single-flight make it once. None bills ``sample`` on its own.
+            level: The row's level (``Row.level``): a ``conversation`` row runs only the
+                conversation-level metrics, a ``turn`` none of them.
+            conversation: A conversation row's conversation (its one request per such metric).
         """
         out: dict[str, _Cost] = {}
-        for index, group in enumerate(self.groups):
-            acc = out.setdefault(group.judge.info.spec, _Cost())
-            for repeat in range(self.repeats):
-                shared = seen.setdefault(index, set()) if seen is not None else set()
-                self._sample(group, sample, repeat, acc, shared)
+        if level != "conversation":
+            for index, group in enumerate(self.groups):
+                acc = out.setdefault(group.judge.info.spec, _Cost())
+                for repeat in range(self.repeats):
+                    shared = seen.setdefault(index, set()) if seen is not None else set()
+                    self._sample(group, sample, repeat, acc, shared)
+        if conversation is not None:
+            for metric in self.whole:
+                acc = out.setdefault(metric.judge.info.spec, _Cost())
+                shared = seen.setdefault(-1, set()) if seen is not None else set()
+                for repeat in range(self.repeats):
+                    self._whole(metric, conversation, repeat, acc, shared)
         return out
 
-    def cost(self, sample: Sample) -> float:
-        """Predicted cost of ``sample`` in USD."""
-        return sum(c.cost for c in self.estimate(sample).values())
+    def cost(self, sample: Sample, level: str = "sample", conversation: Conversation | None = None) -> float:
+        """Predicted cost of ``sample`` (a row of ``level``, with its conversation) in USD."""
+        return sum(c.cost for c in self.estimate(sample, level=level, conversation=conversation).values())
+
+    def _whole(
+        self, metric: Any, conversation: Conversation, repeat: int, acc: _Cost, seen: set[str]
+    ) -> None:
+        """Bill a conversation-level metric's one request (none when it needs no call or is refused)."""
+        try:
+            request = metric.request(conversation, repeat)
+        except InvalidInputError:
+            return
+        if request is None:
+            return
+        judge = metric.judge
+        key = cache_key(judge.inner, request)
+        if key in seen:
+            return
+        seen.add(key)
+        if self.check_cache and _peek(judge, request) is not None:
+            acc.cached += 1
+            return
+        said = sum(len(m.content) for m in conversation.messages if m.role != "tool")
+        completion = _tokens(_WHOLE_OVERHEAD_CHARS * (len(conversation.turns()) + 1) + said // 4)
+        self._bill(judge, acc, _request_tokens(request) + _schema_tokens(request.response_model), completion)
 
     def _sample(self, group: _Group, sample: Sample, repeat: int, acc: _Cost, seen: set[str]) -> None:
         for metric in group.members:
@@ -334,7 +383,8 @@ def estimate(
         result.samples += 1
         if len(first) < DRAW_ROWS and row.index < 4 * DRAW_ROWS:
             first.append(sample)
-        for spec, cost in estimator.estimate(sample, seen).items():
+        costs = estimator.estimate(sample, seen, level=row.level, conversation=row.session)
+        for spec, cost in costs.items():
             acc = per.setdefault(spec, _Cost())
             acc.calls += cost.calls
             acc.cached += cost.cached
@@ -390,11 +440,11 @@ def _canary_costs(estimator: SampleEstimator, per: dict[str, _Cost], sample: Sam
     from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
 
     calls = 0
-    for group in estimator.groups:
+    for judge in estimator.judges():  # every judge the run puts its canaries to
         metric = FaithfulnessMetric(llm="offline", cache=False)
-        metric.use_judge(group.judge)
-        acc = per.setdefault(group.judge.info.spec, _Cost())
+        metric.use_judge(judge)
+        acc = per.setdefault(judge.info.spec, _Cost())
         before = acc.calls
-        estimator._sample(_Group(group.judge, [metric]), sample, 0, acc, set())
+        estimator._sample(_Group(judge, [metric]), sample, 0, acc, set())
         calls += acc.calls - before
     return calls

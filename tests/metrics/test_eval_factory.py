@@ -191,13 +191,20 @@ def test_negate_is_one_minus_score(a, b):
 
 
 def test_one_evaluator_table_the_others_are_read_from_it():
-    from ragmetrics.metrics import BUILTIN_METRICS, BY_NAME, RAG_METRICS, metric_from_name
+    from ragmetrics.metrics import (
+        BUILTIN_METRICS,
+        BY_NAME,
+        CONVERSATION_METRICS,
+        RAG_METRICS,
+        metric_from_name,
+    )
     from ragmetrics.metrics.evaluators.factory import PRIMARY_OPTION
 
-    assert {n: c for n, c in BUILTIN_METRICS.items() if n not in RAG_METRICS} == dict(EVALUATOR_TYPES)
+    judged = {**RAG_METRICS, **CONVERSATION_METRICS}
+    assert {n: c for n, c in BUILTIN_METRICS.items() if n not in judged} == dict(EVALUATOR_TYPES)
     by_name = {"exact_match", "contains", "json_validity", "json_match", "html_validation"}
     by_name |= {"rouge", "bleu", "f1", "levenshtein"}
-    assert set(BY_NAME) == set(RAG_METRICS) | by_name
+    assert set(BY_NAME) == set(judged) | by_name
     assert dict(PRIMARY_OPTION) == {
         "regex": "pattern",
         "custom": "function",
@@ -216,11 +223,11 @@ def test_the_evaluator_list_is_written_once_and_every_other_site_derives_from_it
     from pathlib import Path
 
     from ragmetrics.calibration.labels import LABEL_FIELDS
-    from ragmetrics.metrics import BUILTIN_METRICS, RAG_METRICS
+    from ragmetrics.metrics import BUILTIN_METRICS, CONVERSATION_METRICS, RAG_METRICS
     from ragmetrics.metrics.aliases import METRIC_ALIASES
     from ragmetrics.regression.suite import Suite
 
-    assert list(BUILTIN_METRICS) == [*RAG_METRICS, *EVALUATOR_TYPES]
+    assert list(BUILTIN_METRICS) == [*RAG_METRICS, *CONVERSATION_METRICS, *EVALUATOR_TYPES]
     assert set(LABEL_FIELDS) == set(RAG_METRICS), "a label field for every RAG metric, and no other"
     with pytest.raises(ConfigError) as caught:  # the suite's list of known types is the table's
         Suite.from_data([{"input": "x", "evaluators": ["nonesuch"]}])

@@ -99,3 +99,16 @@ def test_a_single_answer_row_is_invalid_input_for_a_conversation_level_metric():
     assert record.scores["faithfulness"] is not None and record.scores["knowledge_retention"] is None
     assert record.status_of("knowledge_retention") == "invalid_input"
     assert "knowledge_retention scores whole conversations" in record.errors[0].message
+
+
+def test_the_estimate_counts_one_call_per_conversation_for_each(fake_llm_server, dummy_keys):
+    from ragmetrics.pipeline import EvaluationPipeline
+
+    spec = f"openai:fake-model@{fake_llm_server.openai_base_url}"
+    metrics = [ragmetrics.metrics.metric_from_name(n, llm=spec, cache=False) for n in WHOLE]
+    pipeline = EvaluationPipeline(metrics, progress=False)
+    predicted = pipeline.estimate(EXAMPLE)
+    results = pipeline.evaluate_sync(EXAMPLE)
+    canaries = sum(c.usage.calls for c in results.summary().canaries)
+    assert predicted.calls - predicted.canary_calls == 15 == results.stats.usage.calls - canaries
+    assert predicted.canary_calls == canaries, (predicted.canary_calls, canaries)

@@ -1,15 +1,13 @@
-"""Metrics of a conversation: the claim metrics per assistant turn, and the tool-call metrics.
+"""Metrics of a conversation: the claim metrics per turn, the tool-call and conversation-level metrics.
 
 :func:`~ragmetrics.metrics.conversation.turn_claims.evaluate_turns` runs the claim metrics on every
 assistant turn, each read as a sample by :func:`~ragmetrics.metrics.conversation.turns.turn_sample`
 (its evidence: the turn's contexts, its tool results and the user's messages; its question: after a
 bounded history). :class:`~ragmetrics.metrics.conversation.tools.ToolCallAccuracy` and
 :class:`~ragmetrics.metrics.conversation.tools.ToolCallF1` compare the calls an agent made with the
-calls expected of it (in order, and as multisets).
-:class:`~ragmetrics.metrics.conversation.session.KnowledgeRetention`,
-:class:`~ragmetrics.metrics.conversation.session.ConversationCompleteness` and
-:class:`~ragmetrics.metrics.conversation.session.TaskCompletion` judge the whole conversation in one
-call each, every quote verified against the message it cites. None is in ``BUILTIN_METRICS`` yet.
+calls expected of it (in order, and as multisets). The conversation-level metrics
+(:mod:`~ragmetrics.metrics.conversation.session`; built-ins by name, ``CONVERSATION_METRICS``) judge
+the whole conversation in one call each, every quote verified against the message it cites.
 """
 
 from __future__ import annotations
