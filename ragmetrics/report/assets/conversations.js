@@ -73,12 +73,16 @@ window.ragmetricsConversationView = (kit) => {
   function goTo(K, mi, ci, key) {
     const li = document.getElementById(`conv-${K}-m-${mi}`);
     if (!li) return;
-    const target = ci >= 0 ? document.getElementById(`conv-${K}-m-${mi}-c-${ci}`) || li : li;
-    for (let d = target.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+    // the message's content (a tool result's block) or the cited context, and the quote's marks in it
+    const target = ci >= 0 ? document.getElementById(`conv-${K}-m-${mi}-c-${ci}`) || li
+      : li.querySelector(":scope > details.tool-result > p") || li;
+    const marks = key ? [...target.querySelectorAll("mark.cite")].filter((m) => m.dataset.quotes.split(" ").includes(key)) : [];
+    for (const el of [target, ...marks]) {
+      for (let d = el.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+    }
     for (const el of document.querySelectorAll("#conv-list .msg-target")) el.classList.remove("msg-target");
     for (const el of document.querySelectorAll("#conv-list mark.cite.active")) el.classList.remove("active");
     li.classList.add("msg-target");
-    const marks = key ? [...li.querySelectorAll("mark.cite")].filter((m) => m.dataset.quotes.split(" ").includes(key)) : [];
     for (const m of marks) m.classList.add("active");
     (marks[0] || target).scrollIntoView({ block: "center" });
     li.focus({ preventScroll: true });
