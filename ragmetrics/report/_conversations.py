@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ragmetrics.pipeline.conversations import conversation_format
 from ragmetrics.pipeline.records import EvaluationResult
 
 __all__ = ["conversations", "source_of"]
@@ -30,10 +31,24 @@ def source_of(source: Any) -> list[int]:
     return [int(found[1]), -1 if found[2] is None else int(found[2])]
 
 
+_TURN_KEYS = frozenset({"conversation_id", "turn", "message_index"})
+
+
 def _where(record: EvaluationResult) -> Mapping[str, Any]:
-    """The record's conversation keys: its sample's ``meta``, or a refused turn's ``extra``."""
-    meta = record.sample.meta if record.sample is not None else record.extra
-    return meta if isinstance(meta.get("conversation_id"), str) and "turn" in meta else {}
+    """The record's conversation keys (empty for a sample row's record), as the summary reads them.
+
+    A turn's sample has them in its ``meta`` (with ``sources``); a refused turn has just these keys in
+    its ``extra``, a refused conversation its record as it came in (no ``turn``).
+    """
+    if record.sample is not None:
+        meta = record.sample.meta
+        return meta if _TURN_KEYS | {"sources"} <= set(meta) else {}
+    extra = record.extra
+    if isinstance(extra.get("conversation_id"), str) and (
+        set(extra) <= _TURN_KEYS or conversation_format(extra) is not None
+    ):
+        return extra
+    return {}
 
 
 def conversations(
@@ -43,7 +58,7 @@ def conversations(
 
     Layout (text as indexes into the payload's ``strings``)::
 
-        conversation = [id, [message] | null, [tool metric], [turn]]
+        conversation = [id, [message] | null, [tool metric], [turn], refused row position | -1]
         message      = [role, content, [tool call], tool_call_id, name, [context]]
         tool call    = [id, name, arguments as JSON text]
         tool metric  = [name, score | null, status, reasoning, details (plain JSON) | null]
@@ -51,7 +66,8 @@ def conversations(
 
     A turn's sources say, for each context of its sample, the message it came from (``-1`` for a
     context index: the message's content; ``[-1, -1]``: not known). The messages are null when no
-    record carries them (records written before they were kept).
+    record carries them (records written before they were kept). A conversation that could not be
+    read at all is one record, without turns: its row position is the last item.
 
     Args:
         records: The report's records, in the order of the payload's rows.
@@ -66,7 +82,10 @@ def conversations(
         name = meta["conversation_id"]
         conv = found.get(name)
         if conv is None:
-            conv = found[name] = [name, None, [], []]
+            conv = found[name] = [name, None, [], [], -1]
+        if "turn" not in meta:  # the conversation itself was refused: its record says why
+            conv[4] = pos
+            continue
         if conv[1] is None and isinstance(meta.get("messages"), list):
             conv[1] = [_message(m, strings) for m in meta["messages"] if isinstance(m, Mapping)]
         if not conv[2] and isinstance(meta.get("tool_calls"), Mapping):

@@ -195,3 +195,36 @@ def test_nothing_is_wider_than_the_page(page: Page, width: int) -> None:
     assert page.page.evaluate(OVERFLOW) == {"page": 0, "wide": []}
     ARTIFACTS.mkdir(exist_ok=True)
     page.page.locator("#conversations").screenshot(path=str(ARTIFACTS / f"report-conversations-{width}.png"))
+
+
+BAD = {  # a tool message answering no call: the conversation is refused
+    "id": "bad",
+    "messages": [
+        {"role": "user", "content": "How long is the warranty?"},
+        {"role": "tool", "tool_call_id": "call_9", "content": "Two years."},
+        {"role": "assistant", "content": "Two years."},
+    ],
+}
+
+
+def test_records_without_messages_show_each_turn_and_a_refused_conversation_says_why(
+    context, tmp_path: Path
+) -> None:
+    results = evaluate_sync([CONVERSATIONS[0], BAD], llm="offline", progress=False)
+    older = [  # records written before the messages were kept
+        r.model_copy(update={"sample": r.sample.model_copy(update={"meta": {
+            k: v for k, v in r.sample.meta.items() if k != "messages"}})}) if r.sample else r
+        for r in results
+    ]  # fmt: skip
+    path = write_html_report(older, tmp_path / "report.html")
+    page = Page(context, path)
+    shown = page.page.evaluate(TRANSCRIPT, "eiffel-support")
+    given = CONVERSATIONS[0]["messages"]
+    assert [m["role"] for m in shown] == [m["role"] for m in given[1:]]
+    # each turn's question as it was scored (with its history), then its answer
+    assert all(m["text"].endswith(g["content"]) for m, g in zip(shown, given[1:], strict=True))
+    assert [len(m["scores"]) for m in shown] == [0, 3, 0, 3, 0, 3]
+    refused = page.page.locator('article.conv[data-conversation="bad"]')
+    assert "invalid input" in refused.locator("p.callout").text_content()
+    assert refused.locator("li.msg").count() == 0
+    page.clean()

@@ -107,3 +107,42 @@ def test_sample_rows_have_no_conversations():
 )
 def test_a_source_is_read_as_message_and_context(source, expected):
     assert source_of(source) == expected
+
+
+def test_the_kept_messages_never_reach_the_judge(fake_llm_server, dummy_keys):
+    tail = "QZX-TAIL thanks, that settles it."  # after the last turn: no turn's question nor history
+    chat = {
+        "id": "tail",
+        "messages": [
+            {"role": "user", "content": "Where is the Louvre?"},
+            {
+                "role": "assistant",
+                "content": "The Louvre is in Paris.",
+                "contexts": ["The Louvre is in Paris."],
+            },
+            {"role": "user", "content": tail},
+        ],
+    }
+    spec = f"openai:fake-model@{fake_llm_server.openai_base_url}"
+    (record,) = ragmetrics.evaluate_sync([chat], ["faithfulness", "relevancy"], llm=spec, progress=False)
+    assert record.sample.meta["messages"][2]["content"] == tail
+    sent = [json.dumps(r.body) for r in fake_llm_server.requests]
+    assert sent and any("The Louvre is in Paris." in body for body in sent)
+    assert not any("QZX-TAIL" in body for body in sent)
+
+
+def test_a_refused_conversation_is_listed_with_its_record():
+    bad = {  # a tool message answering no call: the conversation cannot be read
+        "id": "bad",
+        "messages": [
+            {"role": "user", "content": "How long is the warranty?"},
+            {"role": "tool", "tool_call_id": "call_9", "content": "Two years."},
+            {"role": "assistant", "content": "Two years."},
+        ],
+    }
+    records = list(ragmetrics.evaluate_sync([CONVERSATIONS[0], bad], llm="offline", progress=False))
+    data = _payload(records)
+    eiffel, refused = data["conversations"]
+    assert eiffel[0] == "eiffel-support" and len(eiffel[3]) == 3 and eiffel[4] == -1
+    assert refused[0] == "bad" and refused[1:4] == [None, [], []] and refused[4] == 3
+    assert data["rows"][3][11][0][1] == "invalid_input"  # its error, shown by the transcript view

@@ -6,7 +6,8 @@
  *
  * What it draws in #conv-list:
  *   article.conv#conv-K                        conversation K (in the order of its first turn)
- *     .conv-h          its id, turn count; .conv-tools: tool-call metric scores, reasoning, what was wrong
+ *     .conv-h          its id, turn count; .conv-tools: tool-call metric scores, reasoning, what was wrong;
+ *                      p.callout: why the conversation was refused, when it was
  *     ol.transcript
  *       li.msg.role-R#conv-K-m-I               message I, in order (user, assistant, system, tool)
  *         .msg-h       role, tool name and call id, message index
@@ -27,7 +28,7 @@ window.ragmetricsConversationView = (kit) => {
   if (!list) return;
   const ROWS = D.rows, METRICS = D.metrics, STATUSES = D.statuses;
   // conversation, message, tool call, tool metric and turn positions (see _conversations.py)
-  const V_ID = 0, V_MSGS = 1, V_TOOLS = 2, V_TURNS = 3;
+  const V_ID = 0, V_MSGS = 1, V_TOOLS = 2, V_TURNS = 3, V_REFUSED = 4;
   const M_ROLE = 0, M_CONTENT = 1, M_CALLS = 2, M_CALL_ID = 3, M_NAME = 4, M_CTX = 5;
   const K_ID = 0, K_NAME = 1, K_ARGS = 2;
   const T_NAME = 0, T_SCORE = 1, T_STATUS = 2, T_REASONING = 3, T_DETAILS = 4;
@@ -87,6 +88,9 @@ window.ragmetricsConversationView = (kit) => {
     (marks[0] || target).scrollIntoView({ block: "center" });
     li.focus({ preventScroll: true });
   }
+
+  // an error record of a turn or of the whole conversation: metric (or none), status, message
+  const errorNote = (e) => h("p", { class: "callout" }, h("strong", null, (e[0] ? e[0] + ": " : "") + label(e[1]) + " "), str(e[2]));
 
   function turnScores(row, pos) {
     const line = h("div", { class: "turn-scores" });
@@ -222,7 +226,7 @@ window.ragmetricsConversationView = (kit) => {
       if (turn) {
         const row = ROWS[turn[U_ROW]];
         li.append(turnScores(row, turn[U_ROW]));
-        for (const e of row[at.R_ERRORS]) li.append(h("p", { class: "callout" }, h("strong", null, (e[0] ? e[0] + ": " : "") + label(e[1]) + " "), str(e[2])));
+        for (const e of row[at.R_ERRORS]) li.append(errorNote(e));
       }
       if (info) { // the answer with this turn's claims highlighted (offsets in the row's answer)
         const answer = info.answer;
@@ -260,9 +264,12 @@ window.ragmetricsConversationView = (kit) => {
       transcript.append(li);
     });
     const none = turns.length ? null : h("p", { class: "placeholder" }, "No turn of this conversation was scored.");
+    const refused = conv[V_REFUSED] >= 0 ? ROWS[conv[V_REFUSED]][at.R_ERRORS].map(errorNote) : null;
     return h("article", { class: "conv", id: "conv-" + K, "data-conversation": conv[V_ID] },
       h("div", { class: "conv-h" }, h("h3", null, conv[V_ID]), h("span", { class: "conv-n" }, plural(turns.length, "scored turn"))),
-      toolMetrics(conv[V_TOOLS], K), none, transcript);
+      toolMetrics(conv[V_TOOLS], K), refused, none,
+      kept || !turns.length ? null : h("p", { class: "conv-note" }, "These records do not keep the messages: each turn's question as it was scored (with its history), then its answer."),
+      transcript);
   }
 
   function turnClaims(info, K) {
