@@ -228,3 +228,22 @@ def test_records_without_messages_show_each_turn_and_a_refused_conversation_says
     assert "invalid input" in refused.locator("p.callout").text_content()
     assert refused.locator("li.msg").count() == 0
     page.clean()
+
+
+def test_past_the_first_twenty_a_transcript_is_drawn_when_asked_for(context, tmp_path: Path) -> None:
+    rows = [{**c, "id": f"{c['id']}-{k}"} for k in range(5) for c in CONVERSATIONS]  # 25 conversations
+    results = evaluate_sync(rows, llm="offline", progress=False)
+    page = Page(context, write_html_report(results, tmp_path / "report.html"))
+    convs = page.page.locator("article.conv")
+    assert convs.count() == 25
+    drawn = [convs.nth(k).locator("li.msg").count() for k in range(20)]
+    assert drawn == [len(c["messages"]) for c in CONVERSATIONS] * 4
+    later = convs.nth(20)
+    assert later.get_attribute("data-conversation") == "eiffel-support-4"
+    assert later.locator("li.msg").count() == 0
+    assert later.locator("button.show-transcript").text_content() == "Show the transcript (7 messages)"
+    later.locator("button.show-transcript").click()
+    assert later.locator("li.msg").count() == 7 and later.locator("button.show-transcript").count() == 0
+    later.locator("li.msg.is-turn button.quote-link").first.click()
+    assert page.page.evaluate(TARGET)["conv"] == "eiffel-support-4"
+    page.clean()

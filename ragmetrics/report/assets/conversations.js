@@ -8,7 +8,7 @@
  *   article.conv#conv-K                        conversation K (in the order of its first turn)
  *     .conv-h          its id, turn count; .conv-tools: tool-call metric scores, reasoning, what was wrong;
  *                      p.callout: why the conversation was refused, when it was
- *     ol.transcript
+ *     .conv-body > ol.transcript   drawn at once for the first 20 conversations, else on "Show the transcript"
  *       li.msg.role-R#conv-K-m-I               message I, in order (user, assistant, system, tool)
  *         .msg-h       role, tool name and call id, message index
  *         .turn-scores (an assistant turn) per-metric scores, status when not ok, "open in the table"
@@ -37,6 +37,8 @@ window.ragmetricsConversationView = (kit) => {
   const WRONG = ["missing", "unexpected", "wrong_arguments", "out_of_order"]; // tool metrics' findings
   const RANK = { contradicted: 3, not_found: 2, supported: 1 };
   const plural = (n, word) => n + " " + word + (n === 1 ? "" : "s");
+  const EAGER = 20; // conversations whose transcripts are drawn at start-up (the rest on a click)
+  const shown = []; // per conversation: draws its transcript if not yet drawn
 
   // the metric whose claims a turn shows: the report's primary verdict metric, else the first with claims
   function claimsOf(row) {
@@ -72,6 +74,7 @@ window.ragmetricsConversationView = (kit) => {
 
   // the message (or one of its contexts) a quote link targets: open what hides it, scroll, mark
   function goTo(K, mi, ci, key) {
+    shown[K]();
     const li = document.getElementById(`conv-${K}-m-${mi}`);
     if (!li) return;
     // the message's content (a tool result's block) or the cited context, and the quote's marks in it
@@ -152,7 +155,8 @@ window.ragmetricsConversationView = (kit) => {
     return box;
   }
 
-  function conversation(conv, K) {
+  // the transcript of conversation K (built when first shown)
+  function transcriptOf(conv, K) {
     const turns = conv[V_TURNS];
     let msgs = conv[V_MSGS];
     const kept = msgs != null;
@@ -263,13 +267,31 @@ window.ragmetricsConversationView = (kit) => {
       if (info) li.append(turnClaims(info, K));
       transcript.append(li);
     });
+    return transcript;
+  }
+
+  // conversation K: its header and tool-call metrics at once; its transcript at once for the first
+  // EAGER conversations, else when asked for (a run of thousands stays quick to open)
+  function conversation(conv, K) {
+    const turns = conv[V_TURNS], kept = conv[V_MSGS] != null;
     const none = turns.length ? null : h("p", { class: "placeholder" }, "No turn of this conversation was scored.");
     const refused = conv[V_REFUSED] >= 0 ? ROWS[conv[V_REFUSED]][at.R_ERRORS].map(errorNote) : null;
+    const body = h("div", { class: "conv-body" });
+    shown[K] = () => {
+      if (!body.dataset.shown) { body.dataset.shown = "1"; body.replaceChildren(transcriptOf(conv, K)); }
+    };
+    if (turns.length && K < EAGER) shown[K]();
+    else if (turns.length) {
+      const n = kept ? conv[V_MSGS].length : turns.length;
+      const more = h("button", { type: "button", class: "btn show-transcript" }, "Show the transcript (" + plural(n, kept ? "message" : "turn") + ")");
+      more.addEventListener("click", () => { shown[K](); body.querySelector("li.msg")?.focus(); });
+      body.append(more);
+    }
     return h("article", { class: "conv", id: "conv-" + K, "data-conversation": conv[V_ID] },
       h("div", { class: "conv-h" }, h("h3", null, conv[V_ID]), h("span", { class: "conv-n" }, plural(turns.length, "scored turn"))),
       toolMetrics(conv[V_TOOLS], K), refused, none,
       kept || !turns.length ? null : h("p", { class: "conv-note" }, "These records do not keep the messages: each turn's question as it was scored (with its history), then its answer."),
-      transcript);
+      body);
   }
 
   function turnClaims(info, K) {
