@@ -134,6 +134,14 @@ def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
         }
         if k == 0 and tools:
             meta["tool_calls"] = tools
+        # the first scored turn carries the conversation as plain JSON, once, for the HTML report's
+        # transcript (records stay self-contained; no metric or prompt reads ``meta``)
+        if all(r.refusal is not None for r in found):
+            fields = {"role", "content", "tool_calls", "tool_call_id", "name", "contexts"}
+            meta["messages"] = [
+                m.model_dump(mode="json", include=fields, exclude_defaults=True)
+                for m in conversation.messages
+            ]
         found.append(Row(start + k, sample.model_copy(update={"meta": meta}), evidence=mapped, level="turn"))
     if options.conversation_rows:
         found.append(_conversation_row(conversation, name, start + len(found), len(turns)))

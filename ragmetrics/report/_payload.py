@@ -15,6 +15,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from ragmetrics.pipeline.report import Report
+from ragmetrics.report._conversations import conversations
 from ragmetrics.score import ClaimRecord, JudgeInfo, MetricResult
 from ragmetrics.text import fold, normalize_for_match
 
@@ -28,7 +29,7 @@ __all__ = [
     "split_of",
 ]
 
-PAYLOAD_VERSION = 1
+PAYLOAD_VERSION = 2
 VERDICTS = ("supported", "contradicted", "not_found")
 RELEVANCES = ("direct", "supporting", "off_topic")
 _SCORE_DIGITS = 6  # scores are embedded rounded to 6 decimals: exact enough for sorting and display
@@ -56,8 +57,8 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
 
     Layout (positional arrays keep 10,000 rows small; report.js names the positions)::
 
-        {"v": 1, "metrics": [name], "statuses": [status], "judges": [[spec, model, heuristic]],
-         "strings": [text], "rows": [row]}
+        {"v": 2, "metrics": [name], "statuses": [status], "judges": [[spec, model, heuristic]],
+         "strings": [text], "rows": [row], "conversations": [conversation]}
         row    = [index, id, question, answer, [context], reference, [score|null per metric],
                   [status code per metric], cost_usd, latency_ms, [result|null per metric],
                   [error], {metric: [repeat score]} | null]
@@ -76,6 +77,9 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
     The context verdicts come from a metric's ``details["contexts"]`` (see :func:`context_view`); when
     they are read, that key is left out of the embedded details. The split text is the one the result's
     claims were split from (see :func:`split_of`): their span offsets are in that text.
+
+    ``conversations`` holds each conversation whose turns are rows (its messages, tool-call metrics and
+    turn rows; layout in :func:`ragmetrics.report._conversations.conversations`), empty otherwise.
 
     Text fields are indexes into ``strings`` (-1 for none); offsets are UTF-16 code units, as in
     JavaScript strings, and -1 when the span or quote was not found in the text.
@@ -137,6 +141,7 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
         "judges": [list(k) for k in judges],
         "strings": strings.items,
         "rows": rows,
+        "conversations": conversations(report.records, strings, _plain),
     }
 
 

@@ -3,8 +3,9 @@ r"""The self-contained HTML report: one file that shows every score and the evid
 ``render_html(report)`` returns the page as a string; ``write_html_report(report, path)`` writes it.
 The page makes no network request: CSS, JavaScript and SVG are inline under a Content-Security-Policy.
 The server side (here, every value through :func:`html.escape`) draws the header, one card per metric
-and the legend; the client side (``assets/report.js``, ``textContent`` only) draws the sample table
-and each sample's detail when opened. The records are embedded once as compact JSON in a
+and the legend; the client side (``assets/report.js``, ``textContent`` only) draws the sample table,
+each sample's detail when opened and, when the run scored conversations, their transcripts
+(``assets/conversations.js``). The records are embedded once as compact JSON in a
 ``<script type="application/json">`` block (``<`` written as ``\u003c``), its layout described in
 :func:`ragmetrics.report._payload.build_payload`.
 """
@@ -67,9 +68,12 @@ def render_html(report: Report | Iterable[EvaluationResult], *, title: str | Non
     data = data.replace("<", "\\u003c")  # nothing inside the block can close it or open a comment
     css = _asset("report.css")
     js = _asset("report.js")
+    # with conversations, their transcript view: run first, it hands report.js a function to call
+    scripts = [_asset("conversations.js"), js] if payload["conversations"] else [js]
+    hashes = " ".join(f"'{_sha256(s)}'" for s in scripts)
     csp = (
         "default-src 'none'; "
-        f"script-src '{_sha256(js)}'; style-src '{_sha256(css)}'; img-src data:; "
+        f"script-src {hashes}; style-src '{_sha256(css)}'; img-src data:; "
         "connect-src 'none'; form-action 'none'; base-uri 'none'"
     )
     heading = title or "Evaluation report"
@@ -88,14 +92,29 @@ def render_html(report: Report | Iterable[EvaluationResult], *, title: str | Non
         '<main id="main">',
         cards(report, metrics, payload),
         samples_section(report, heuristic=any(heuristic for _, heuristic in used)),
+        _conversations_section(len(payload["conversations"])),
         "</main>",
         f'<footer class="foot">Made by ragmetrics {html.escape(report.ragmetrics_version)}. '
         "This file is self-contained and makes no network requests.</footer>",
         f'<script type="application/json" id="rm-data">{data}</script>',
-        f"<script>{js}</script>",
+        *(f"<script>{s}</script>" for s in scripts),
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def _conversations_section(count: int) -> str:
+    """The container report.js fills with each conversation's transcript (nothing without conversations)."""
+    if not count:
+        return ""
+    return (
+        '<section class="wrap convs" id="conversations" aria-labelledby="conversations-h">'
+        f'<h2 id="conversations-h">Conversations ({count})</h2>'
+        '<p class="conv-note">Each conversation as a transcript: every assistant turn with its scores and '
+        "its claims highlighted; a claim's quote links to the message it cites.</p>"
+        '<div id="conv-list"></div>'
+        '<noscript><p class="empty-note">The transcripts need JavaScript.</p></noscript></section>'
+    )
 
 
 def _asset(name: str) -> str:

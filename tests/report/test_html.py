@@ -13,6 +13,7 @@ import pytest
 from ragmetrics.pipeline import EvaluationPipeline, Report
 from ragmetrics.pipeline.report import MetricAggregate, RunStats
 from ragmetrics.report import render_html, write_html_report
+from ragmetrics.report._payload import PAYLOAD_VERSION
 from ragmetrics.score import JudgeInfo
 from tests.report import builders as b
 
@@ -86,7 +87,7 @@ def test_the_page_is_self_contained(page):
 
 
 def test_assets_reference_nothing_outside_the_file():
-    for name in ("report.css", "report.js"):
+    for name in ("report.css", "report.js", "conversations.js"):
         text = resources.files("ragmetrics.report").joinpath("assets", name).read_text(encoding="utf-8")
         assert "</script" not in text.lower() and "<!--" not in text, name
         assert not re.search(
@@ -129,7 +130,7 @@ def test_hostile_metric_names_and_judges_are_escaped():
 
 def test_data_block_round_trips_the_records(report, page):
     data = payload(page)
-    assert data["v"] == 1
+    assert data["v"] == PAYLOAD_VERSION == 2
     assert data["metrics"] == list(b.METRICS)
     assert [r[1] for r in data["rows"]] == [r.id for r in report.records]
     s = data["strings"]

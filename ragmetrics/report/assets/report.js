@@ -1,6 +1,7 @@
 /* ragmetrics HTML report: the table of samples and the detail of one sample.
  * Every value from the data reaches the page as text (text nodes, textContent, setAttribute), never as markup.
- * The data layout is documented in ragmetrics/report/html.py (_payload). */
+ * The data layout is documented in ragmetrics/report/html.py (_payload). A run's conversations are drawn
+ * by conversations.js, which this script calls at start-up (see "conversations" below). */
 (() => {
   "use strict";
   const t0 = performance.now();
@@ -714,6 +715,25 @@
     // read-only hooks for scripts and tests: the sample ids in table order
     window.ragmetricsReport = Object.freeze({ order: () => view.map((i) => ROWS[i][R_ID]), renderMs: window.__rmRenderMs });
     document.documentElement.setAttribute("data-ready", "1");
+  }
+  // a row opened in the detail view from elsewhere on the page (a conversation's turn), its filters
+  // cleared first if they hide it
+  function openSample(i) {
+    if (!view.includes(i)) reset.click();
+    select(i, true);
+    scrollToPos(view.indexOf(i), true);
+    detail.scrollIntoView({ block: "start" });
+    detail.focus({ preventScroll: true });
+  }
+  // conversations: conversations.js (run before this script) draws each one as a transcript in
+  // #conv-list, with these helpers and the data's positions, so both views read the data alike
+  if (D.conversations && D.conversations.length && typeof window.ragmetricsConversationView === "function") {
+    window.ragmetricsConversationView(Object.freeze({
+      D, h, str, label, fmt, highlight, claimClass, primary, openSample,
+      at: { R_ID, R_Q, R_A, R_CTX, R_SCORES, R_STATUS, R_RESULTS, R_ERRORS, X_CLAIMS, X_STATUS, X_PASSED,
+        C_TEXT, C_S0, C_S1, C_VERDICT, C_CTX, C_E0, C_E1, C_QUOTE, C_VERIFIED, C_REASON },
+      VERDICTS,
+    }));
   }
   refresh();
   const wanted = /^#sample=(.*)$/.exec(location.hash);
