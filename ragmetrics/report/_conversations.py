@@ -42,7 +42,8 @@ def _where(record: EvaluationResult) -> Mapping[str, Any]:
     """
     if record.sample is not None:
         meta = record.sample.meta
-        return meta if _TURN_KEYS | {"sources"} <= set(meta) else {}
+        whole = meta.get("level") == "conversation" and isinstance(meta.get("conversation_id"), str)
+        return meta if whole or _TURN_KEYS | {"sources"} <= set(meta) else {}
     extra = record.extra
     if isinstance(extra.get("conversation_id"), str) and (
         set(extra) <= _TURN_KEYS or conversation_format(extra) is not None
@@ -58,7 +59,8 @@ def conversations(
 
     Layout (text as indexes into the payload's ``strings``)::
 
-        conversation = [id, [message] | null, [tool metric], [turn], refused row position | -1]
+        conversation = [id, [message] | null, [tool metric], [turn], refused row position | -1,
+                        row position of its own record (conversation-level metrics) | -1]
         message      = [role, content, [tool call], tool_call_id, name, [context]]
         tool call    = [id, name, arguments as JSON text]
         tool metric  = [name, score | null, status, reasoning, details (plain JSON) | null]
@@ -82,7 +84,10 @@ def conversations(
         name = meta["conversation_id"]
         conv = found.get(name)
         if conv is None:
-            conv = found[name] = [name, None, [], [], -1]
+            conv = found[name] = [name, None, [], [], -1, -1]
+        if meta.get("level") == "conversation":  # its own record: the conversation-level metrics' scores
+            conv[5] = pos
+            continue
         if "turn" not in meta:  # the conversation itself was refused: its record says why
             conv[4] = pos
             continue

@@ -31,6 +31,8 @@ __all__ = [
 
 PAYLOAD_VERSION = 2
 VERDICTS = ("supported", "contradicted", "not_found")
+NOT_APPLICABLE = "not_applicable"
+"""The status shown for a metric that does not score a record (a conversation-level metric on a turn)."""
 RELEVANCES = ("direct", "supporting", "off_topic")
 _SCORE_DIGITS = 6  # scores are embedded rounded to 6 decimals: exact enough for sorting and display
 
@@ -50,6 +52,11 @@ class _Strings:
             i = self.index[text] = len(self.items)
             self.items.append(text)
         return i
+
+
+def _status(record: Any, metric: str) -> str:
+    """The record's status for ``metric``; :data:`NOT_APPLICABLE` when the metric does not score it."""
+    return record.status_of(metric) if metric in record.scores else NOT_APPLICABLE
 
 
 def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
@@ -126,7 +133,7 @@ def build_payload(report: Report, metrics: list[str]) -> dict[str, Any]:
                 [strings(c) for c in contexts],
                 strings(sample.reference if sample else None),
                 [_round(rec.scores.get(name)) for name in metrics],
-                [status_code(rec.status_of(name)) for name in metrics],
+                [status_code(_status(rec, name)) for name in metrics],
                 round(rec.usage.cost_usd, 8),
                 round(rec.latency_ms, 1),
                 results,

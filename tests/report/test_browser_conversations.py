@@ -247,3 +247,18 @@ def test_past_the_first_twenty_a_transcript_is_drawn_when_asked_for(context, tmp
     later.locator("li.msg.is-turn button.quote-link").first.click()
     assert page.page.evaluate(TARGET)["conv"] == "eiffel-support-4"
     page.clean()
+
+
+def test_the_conversation_level_scores_head_each_conversation_and_no_turn(context, tmp_path: Path) -> None:
+    metrics = ["faithfulness", "knowledge_retention", "task_completion"]
+    results = evaluate_sync(CONVERSATIONS[:2], metrics, llm="offline", progress=False)
+    whole = {r.id: r for r in results if "#turn" not in r.id}
+    page = Page(context, write_html_report(results, tmp_path / "report.html"))
+    head = page.page.locator('article.conv[data-conversation="warranty-agent"] .conv-whole .chip')
+    expected = [f"{m} {whole['warranty-agent'].scores[m]:.2f}" for m in metrics[1:]]
+    assert head.all_text_contents() == expected
+    turns = page.page.evaluate(TRANSCRIPT, "eiffel-support")
+    assert [m["scores"] for m in turns if m["scores"]][0] == ["faithfulness 1.00"]  # no conversation metric
+    page.page.locator('article.conv[data-conversation="warranty-agent"] .conv-whole button.open-turn').click()
+    assert "warranty-agent" in page.page.text_content("#detail")
+    page.clean()

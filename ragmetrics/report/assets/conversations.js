@@ -7,6 +7,7 @@
  * What it draws in #conv-list:
  *   article.conv#conv-K                        conversation K (in the order of its first turn)
  *     .conv-h          its id, turn count; .conv-tools: tool-call metric scores, reasoning, what was wrong;
+ *                      .conv-whole: the conversation-level metrics' scores (its own record), when run;
  *                      p.callout: why the conversation was refused, when it was
  *     .conv-body > ol.transcript   drawn at once for the first 20 conversations, else on "Show the transcript"
  *       li.msg.role-R#conv-K-m-I               message I, in order (user, assistant, system, tool)
@@ -28,7 +29,7 @@ window.ragmetricsConversationView = (kit) => {
   if (!list) return;
   const ROWS = D.rows, METRICS = D.metrics, STATUSES = D.statuses;
   // conversation, message, tool call, tool metric and turn positions (see _conversations.py)
-  const V_ID = 0, V_MSGS = 1, V_TOOLS = 2, V_TURNS = 3, V_REFUSED = 4;
+  const V_ID = 0, V_MSGS = 1, V_TOOLS = 2, V_TURNS = 3, V_REFUSED = 4, V_WHOLE = 5;
   const M_ROLE = 0, M_CONTENT = 1, M_CALLS = 2, M_CALL_ID = 3, M_NAME = 4, M_CTX = 5;
   const K_ID = 0, K_NAME = 1, K_ARGS = 2;
   const T_NAME = 0, T_SCORE = 1, T_STATUS = 2, T_REASONING = 3, T_DETAILS = 4;
@@ -95,11 +96,21 @@ window.ragmetricsConversationView = (kit) => {
   // an error record of a turn or of the whole conversation: metric (or none), status, message
   const errorNote = (e) => h("p", { class: "callout" }, h("strong", null, (e[0] ? e[0] + ": " : "") + label(e[1]) + " "), str(e[2]));
 
+  // the conversation-level metrics' scores, from the conversation's own record at row position pos
+  function wholeScores(pos) {
+    const line = turnScores(ROWS[pos], pos);
+    line.className = "turn-scores conv-whole";
+    line.setAttribute("aria-label", "Scores of the whole conversation");
+    line.prepend(h("span", { class: "conv-n" }, "whole conversation:"));
+    return line;
+  }
+
   function turnScores(row, pos) {
     const line = h("div", { class: "turn-scores" });
     METRICS.forEach((name, m) => {
       const s = row[at.R_SCORES][m];
       const status = STATUSES[row[at.R_STATUS][m]] || "missing";
+      if (status === "not_applicable") return; // a metric of the whole conversation (or of its turns only)
       const res = row[at.R_RESULTS][m];
       const fail = res && res[at.X_PASSED] === false;
       line.append(h("span", { class: "chip" + (status !== "ok" ? " warn" : fail ? " fail" : ""), "data-metric": name,
@@ -289,7 +300,7 @@ window.ragmetricsConversationView = (kit) => {
     }
     return h("article", { class: "conv", id: "conv-" + K, "data-conversation": conv[V_ID] },
       h("div", { class: "conv-h" }, h("h3", null, conv[V_ID]), h("span", { class: "conv-n" }, plural(turns.length, "scored turn"))),
-      toolMetrics(conv[V_TOOLS], K), refused, none,
+      conv[V_WHOLE] >= 0 ? wholeScores(conv[V_WHOLE]) : null, toolMetrics(conv[V_TOOLS], K), refused, none,
       kept || !turns.length ? null : h("p", { class: "conv-note" }, "These records do not keep the messages: each turn's question as it was scored (with its history), then its answer."),
       body);
   }
