@@ -283,9 +283,11 @@ def _twice(spans: list[TraceSpan]) -> str | None:
 def rows_from_spans(
     items: Iterable[TraceSpan | SpanProblem | str], source: str | os.PathLike[str]
 ) -> list[Row]:
-    """Spans grouped by trace, one row per trace.
+    """Spans grouped by trace, one row per trace; the traces of one session, one conversation row.
 
-    A problem string is an invalid row of its own; a :class:`SpanProblem` makes its trace an invalid row
+    A trace whose spans name a session (``session.id``, ``gen_ai.conversation.id``) is a turn of that
+    session's conversation row (see :mod:`.sessions`). A problem string is an invalid row of its own;
+    a :class:`SpanProblem` makes its trace an invalid row
     (spans of it could not be read), as does a span id the trace holds twice.
     """
     traces: dict[str, list[TraceSpan]] = {}
@@ -309,8 +311,27 @@ def rows_from_spans(
             problems.append(f"a span named {item.name!r} has no traceId; skipped")
         else:
             traces.setdefault(item.trace_id, []).append(item)
+    from ragmetrics.observe.sessions import session_of, session_row  # it reads traces with trace_sample
+
+    sessions: dict[str, tuple[str, list[tuple[str, list[TraceSpan]]]]] = {}
+    in_session: dict[str, str] = {}
+    for trace_id, spans in traces.items():
+        if (found := session_of(spans)) is not None:
+            sessions.setdefault(found[1], (found[0], []))[1].append((trace_id, spans))
+            in_session[trace_id] = found[1]
     rows: list[Row] = []
     for trace_id, spans in traces.items():
+        if trace_id in in_session:  # a session is one conversation row, where its first trace appears
+            name = in_session[trace_id]
+            if name in sessions:
+                key, members = sessions.pop(name)
+                bad = {}  # traces of it that could not be read whole
+                for member, member_spans in members:
+                    twice = _twice(member_spans)
+                    if member in damaged or twice:
+                        bad[member] = damaged.get(member) or f"trace {member}: {twice}"
+                rows.append(session_row(len(rows), key, name, members, bad))
+            continue
         if not spans:  # every span of it was on lines that could not be read
             rows.append(Row(len(rows), {"id": trace_id}, damaged[trace_id], source={"trace_id": trace_id}))
             continue
