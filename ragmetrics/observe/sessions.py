@@ -1,21 +1,12 @@
 """Traces of one session as one conversation: turns in time order, tool spans as tool calls and results.
 
 A trace whose spans carry a session id (OpenInference ``session.id``, GenAI ``gen_ai.conversation.id``)
-is one turn of that session (:func:`session_of`); :func:`session_row` makes the session's traces, by
-their root's start time, one conversation row, which the pipeline scores one record per assistant turn
-(``SESSION#turnN``). Per trace: the user message (the root's ``input.value``, else the last user
-message of its first LLM span); then in start order each LLM span's tool calls (an assistant message
-with ``tool_calls``) and each tool span's result (a ``tool`` message answering its call); then the
-answer (as for a single trace: the root's ``output.value``, else the last LLM span's output), with the
-trace's retrieved documents as its ``contexts``. The conversation's ``meta["message_spans"]`` maps each
-answer's message index to its trace id and root span id; each turn's record gets its own pair in
-``sample.meta`` (``trace_id``, ``span_id``), so the exporters send a turn's scores to its span, and
-:func:`session_summaries` gives the per-metric means sent to the session.
-
-A session one of whose traces cannot be read (a tool span without a result, arguments that are not a
-JSON object, no answer, a value over ``MAX_VALUE_CHARS``, more than ``MAX_MESSAGES`` messages in all) is
-one ``invalid_input`` row naming the trace,
-the span and the attribute; the other rows are scored.
+is a turn of that session: its user message, its LLM spans' tool calls and its tool spans' results
+(OpenInference ``TOOL``, GenAI ``execute_tool``), its answer with its retrieved documents as contexts.
+``meta["message_spans"]`` maps each answer to its trace and root span, so each turn's record carries its
+own ``trace_id`` / ``span_id`` for the exporters; :func:`session_summaries` gives the per-metric means
+sent to the session. A session one of whose traces cannot be read is one ``invalid_input`` row naming
+the trace, the span and the attribute (details: :func:`session_row`).
 """
 
 from __future__ import annotations
@@ -273,6 +264,15 @@ def session_row(
     """One session's traces as one conversation row (or an ``invalid_input`` row saying which trace failed).
 
     ``traces``: (trace id, spans) pairs of the session, in any order; they are read by root start time.
+    Per trace: the user message (the root's ``input.value``, else the last user message of its first LLM
+    span); then in start order each LLM span's tool calls (an assistant message with ``tool_calls``: its
+    ``llm.output_messages.0.message.tool_calls.N.tool_call.*`` or GenAI ``tool_call`` parts) and each
+    tool span's result (a ``tool`` message answering the call of the same id, else of the same name; a
+    tool span no LLM span called is its own call, its arguments from ``gen_ai.tool.call.arguments``,
+    ``tool_call.function.arguments``, ``tool.parameters`` or ``input.value``); then the answer, as for a
+    single trace, with the trace's retrieved documents as its ``contexts``. Refused (one
+    ``invalid_input`` row): a tool span without a result, arguments that are not a JSON object, no
+    answer, a value over ``MAX_VALUE_CHARS``, more than ``MAX_MESSAGES`` messages, a damaged trace.
     """
     ordered = sorted(traces, key=lambda pair: min(s.start_ns for s in pair[1]))
     first = _root(sorted(ordered[0][1], key=lambda s: s.start_ns))
