@@ -185,6 +185,8 @@ class _Session:
         values, problem = trace_sample(trace_id, spans)
         if problem is not None and not self._only_no_retriever(values):
             raise _Unreadable(problem)
+        if values["meta"].get("contexts_problem"):  # a document without its text: not scored on less
+            raise _Unreadable(values["meta"]["contexts_problem"])
         llm = [s for s in spans if _is_llm(s)]
         question = _user_text(root, llm)
         if question is not None:
@@ -272,7 +274,8 @@ def session_row(
     ``tool_call.function.arguments``, ``tool.parameters`` or ``input.value``); then the answer, as for a
     single trace, with the trace's retrieved documents as its ``contexts``. Refused (one
     ``invalid_input`` row): a tool span without a result, arguments that are not a JSON object, no
-    answer, a value over ``MAX_VALUE_CHARS``, more than ``MAX_MESSAGES`` messages, a damaged trace.
+    answer, a value over ``MAX_VALUE_CHARS``, a retrieved document without its text, more than
+    ``MAX_MESSAGES`` messages, a damaged trace.
     """
     ordered = sorted(traces, key=lambda pair: min(s.start_ns for s in pair[1]))
     first = _root(sorted(ordered[0][1], key=lambda s: s.start_ns))

@@ -370,3 +370,86 @@ def test_a_session_is_sampled_and_kept_in_the_cursor_whole(tmp_path: Path) -> No
     assert len(results) == 2
     assert cursor.add(results) == 1 and cursor.scored == {"s1"}
     assert select_traces(trace_rows(path), cursor=cursor) == [], "a scored session is not scored again"
+
+
+def test_openinference_llm_tool_call_arguments_that_are_not_json_name_the_attribute(tmp_path: Path) -> None:
+    trace, root = "ab" * 16, "ab" * 8
+    call = "llm.output_messages.0.message.tool_calls.0.tool_call."
+    spans = [
+        _span(
+            trace, root, "", 1_000, "agent", {"session.id": "s", "input.value": "Q?", "output.value": PARIS}
+        ),
+        _span(
+            trace,
+            "cd" * 8,
+            root,
+            1_001,
+            "llm",
+            {
+                "session.id": "s",
+                "openinference.span.kind": "LLM",
+                f"{call}id": "c1",
+                f"{call}function.name": "search",
+                f"{call}function.arguments": "query=paris",
+            },
+        ),
+        _span(
+            trace,
+            "ef" * 8,
+            root,
+            1_002,
+            "search",
+            {
+                "session.id": "s",
+                "openinference.span.kind": "TOOL",
+                "tool.name": "search",
+                "output.value": PARIS,
+            },
+        ),
+    ]
+    (row,) = trace_rows(_write(tmp_path / "oi.json", spans))
+    assert row.problem is not None and row.conversation is None
+    assert f"LLM span 'llm' ({'cd' * 8}): {call}function.arguments is not JSON ('query=paris')" in row.problem
+
+
+def test_a_turn_with_a_retriever_and_a_tool_has_both_as_evidence(tmp_path: Path) -> None:
+    trace, root = "ab" * 16, "ab" * 8
+    spans = [
+        _span(
+            trace, root, "", 1_000, "agent", {"session.id": "s", "input.value": "Q?", "output.value": PARIS}
+        ),
+        _span(
+            trace,
+            "cd" * 8,
+            root,
+            1_001,
+            "retrieve",
+            {
+                "session.id": "s",
+                "openinference.span.kind": "RETRIEVER",
+                "retrieval.documents.0.document.content": "France's capital is Paris.",
+            },
+        ),
+        _span(
+            trace,
+            "ef" * 8,
+            root,
+            1_002,
+            "search",
+            {
+                "session.id": "s",
+                "openinference.span.kind": "TOOL",
+                "tool.name": "search",
+                "input.value": "capital",
+                "output.value": PARIS,
+            },
+        ),
+    ]
+    (row,) = trace_rows(_write(tmp_path / "both.json", spans))
+    messages = row.conversation["messages"]
+    assert messages[1]["tool_calls"] == [
+        {"id": "ef" * 8, "name": "search", "arguments": {"input": "capital"}}
+    ]
+    assert messages[-1]["contexts"] == ["France's capital is Paris."]
+    (record,) = evaluate_sync(traces=[row], metrics=["faithfulness"], llm="offline", progress=False)
+    assert record.ok and {"France's capital is Paris.", PARIS} <= set(record.sample.contexts)
