@@ -66,7 +66,7 @@ def _user_text(root: TraceSpan, llm: list[TraceSpan]) -> str | None:
     """The user's message of a trace.
 
     The root's input (text, a JSON question, or a LangChain message list's last human message), else the
-    last user message of the first LLM span.
+    last user message of the first LLM span that has one.
     """
     raw = root.attributes.get("input.value")
     value: Any = raw
@@ -88,9 +88,10 @@ def _user_text(root: TraceSpan, llm: list[TraceSpan]) -> str | None:
         value = None if value == raw else value
     if isinstance(value, str):
         return value
-    if llm:
-        users = [c for r, c in _messages(llm[0].attributes, "input") if r == "user"]
-        return users[-1] if users else None
+    for span in llm:
+        users = [c for r, c in _messages(span.attributes, "input") if r == "user"]
+        if users:
+            return users[-1]
     return None
 
 
@@ -128,7 +129,8 @@ def _llm_calls(span: TraceSpan, trace_id: str) -> list[dict[str, Any]]:
         except (ValueError, RecursionError):
             items = []
         for item in items if isinstance(items, list) else []:
-            for part in item.get("parts") or [] if isinstance(item, Mapping) else []:
+            parts = item.get("parts") if isinstance(item, Mapping) else None
+            for part in parts if isinstance(parts, list) else []:
                 if isinstance(part, Mapping) and part.get("type") == "tool_call" and part.get("name"):
                     what = (
                         f"trace {trace_id}: LLM span {span.name!r} ({span.span_id}): a tool_call's arguments"
@@ -149,6 +151,8 @@ def _tool_result(span: TraceSpan, trace_id: str) -> tuple[str, str]:
     result = _json_pick(raw, ("content", "output", "result", "text"))
     if isinstance(result, (Mapping, list)):
         result = json.dumps(result, ensure_ascii=False)
+    elif isinstance(result, (int, float)) and not isinstance(result, bool):
+        result = str(result)
     if not isinstance(result, str):
         raise _Unreadable(
             f"trace {trace_id}: tool span {span.name!r} ({span.span_id}) has no result (neither "
@@ -267,8 +271,9 @@ def session_row(
 
     ``traces``: (trace id, spans) pairs of the session, in any order; they are read by root start time.
     Per trace: the user message (the root's ``input.value``, else the last user message of its first LLM
-    span); then in start order each LLM span's tool calls (an assistant message with ``tool_calls``: its
-    ``llm.output_messages.0.message.tool_calls.N.tool_call.*`` or GenAI ``tool_call`` parts) and each
+    span with one); then in start order each LLM span's tool calls (an assistant message with
+    ``tool_calls``: ``llm.output_messages.0.message.tool_calls.N.tool_call.*`` or GenAI ``tool_call``
+    parts) and each
     tool span's result (a ``tool`` message answering the call of the same id, else of the same name; a
     tool span no LLM span called is its own call, its arguments from ``gen_ai.tool.call.arguments``,
     ``tool_call.function.arguments``, ``tool.parameters`` or ``input.value``); then the answer, as for a

@@ -407,7 +407,15 @@ def test_openinference_llm_tool_call_arguments_that_are_not_json_name_the_attrib
             },
         ),
     ]
-    (row,) = trace_rows(_write(tmp_path / "oi.json", spans))
+    odd = _genai_turn("ee" * 16, 9_000, "s-odd", "Q?", None, {"gen_ai.tool.call.result": 42}, PARIS)
+    odd_output = {
+        "gen_ai.conversation.id": "s-odd",
+        "gen_ai.output.messages": ["not a message", {"parts": "x"}],
+    }
+    odd.append(_span("ee" * 16, "9" * 16, "ee" * 8, 9_001, "chat", odd_output))
+    row, other = trace_rows(_write(tmp_path / "oi.json", spans + odd))
+    assert other.problem is None, other.problem
+    assert other.conversation["messages"][2]["content"] == "42", "odd shapes are read, not a crash"
     assert row.problem is not None and row.conversation is None
     assert f"LLM span 'llm' ({'cd' * 8}): {call}function.arguments is not JSON ('query=paris')" in row.problem
 
