@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ragmetrics.errors import ExportError, MissingDependencyError
+from ragmetrics.observe.sessions import session_summaries
 
 __all__ = ["EVENT_NAME", "SEMCONV_VERSION", "evaluation_events", "export_otel"]
 
@@ -34,7 +35,15 @@ def evaluation_events(records: Iterable[Any]) -> list[dict[str, Any]]:
     * ``gen_ai.evaluation.explanation``: the result's reason (absent when it has none);
     * ``gen_ai.response.id``: the evaluated completion's id, when the trace's LLM span recorded one;
     * ``ragmetrics.status``: our status (``ok``, ``missing_input``, ``provider_error``...).
+
+    A turn of a session read from traces is linked to its own trace's root span; then, per session
+    and metric, one more event, in no span's context, carries the session's mean over its turns
+    (:func:`~ragmetrics.observe.sessions.session_summaries`): ``gen_ai.conversation.id`` and
+    ``session.id`` (the session id), ``gen_ai.evaluation.name``, ``gen_ai.evaluation.score.value`` (the
+    mean; absent when no turn has a score), ``ragmetrics.scope = session``, ``ragmetrics.turns`` and
+    ``ragmetrics.turns.scored``.
     """
+    records = list(records)
     events = []
     for record in records:
         meta = record.sample.meta if record.sample is not None else record.extra
@@ -59,6 +68,19 @@ def evaluation_events(records: Iterable[Any]) -> list[dict[str, Any]]:
             if isinstance(meta.get("response_id"), str):
                 attributes["gen_ai.response.id"] = meta["response_id"]
             events.append({"trace_id": trace_id, "span_id": span_id, "attributes": attributes})
+    for summary in session_summaries(records):
+        attributes = {
+            "gen_ai.evaluation.name": summary["metric"],
+            "gen_ai.conversation.id": summary["session_id"],
+            "session.id": summary["session_id"],
+            "ragmetrics.scope": "session",
+            "ragmetrics.turns": summary["turns"],
+            "ragmetrics.turns.scored": summary["scored"],
+            "ragmetrics.status": "ok" if summary["mean"] is not None else "unscored",
+        }
+        if summary["mean"] is not None:
+            attributes["gen_ai.evaluation.score.value"] = summary["mean"]
+        events.append({"trace_id": None, "span_id": None, "attributes": attributes})
     return events
 
 

@@ -4,7 +4,9 @@
 a span annotation (``POST /v1/span_annotations`` through ``arize-phoenix-client``) on the trace's root
 span (``meta.span_id``), so Phoenix shows it beside the trace (fields: :func:`span_annotations`).
 Phoenix keeps one annotation per (name, span, identifier), so scoring a trace again replaces its
-annotation. A record with no span id (a sample from a data file) is counted as unlinked. Needs the
+annotation. A record with no span id (a sample from a data file) is counted as unlinked. A session read
+from traces gets, per metric, one session annotation with the mean over its turns
+(:func:`session_annotations`; Phoenix 12 and later), beside its turns' span annotations. Needs the
 ``phoenix`` extra: ``pip install 'ragmetrics[phoenix]'``.
 """
 
@@ -13,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ragmetrics.errors import ConfigError, ExportError
+from ragmetrics.errors import ConfigError, ExportError, shorten
 from ragmetrics.observe.phoenix import parse_phoenix_url, phoenix_client
+from ragmetrics.observe.sessions import session_summaries
 
-__all__ = ["export_phoenix", "span_annotations"]
+__all__ = ["export_phoenix", "session_annotations", "span_annotations"]
 
 _BATCH = 500
 _MAX_EXPLANATION = 4000
@@ -72,6 +75,34 @@ def span_annotations(records: Iterable[Any]) -> tuple[list[dict[str, Any]], int]
     return annotations, unlinked
 
 
+def session_annotations(records: Iterable[Any]) -> list[dict[str, Any]]:
+    """Per session read from traces and per metric, one session annotation: the mean over its turns.
+
+    ``name`` is the metric, ``result.score`` the mean (absent, and ``result.label`` ``unscored``, when
+    no turn has a score), ``metadata`` ``{"scope": "session", "turns", "scored", "source": "ragmetrics"}``.
+    """
+    found = []
+    for summary in session_summaries(records):
+        result: dict[str, Any] = (
+            {"score": summary["mean"]} if summary["mean"] is not None else {"label": "unscored"}
+        )
+        found.append(
+            {
+                "name": summary["metric"],
+                "session_id": summary["session_id"],
+                "annotator_kind": "LLM",
+                "result": result,
+                "metadata": {
+                    "scope": "session",
+                    "turns": summary["turns"],
+                    "scored": summary["scored"],
+                    "source": "ragmetrics",
+                },
+            }
+        )
+    return found
+
+
 def export_phoenix(records: Iterable[Any], target: str) -> tuple[int, int]:
     """Log one span annotation per metric result to Phoenix; returns (logged, unlinked).
 
@@ -85,6 +116,7 @@ def export_phoenix(records: Iterable[Any], target: str) -> tuple[int, int]:
         base_url, _ = parse_phoenix_url(target, "--export")
     except ConfigError as exc:
         raise ExportError(str(exc)) from None
+    records = list(records)
     annotations, unlinked = span_annotations(records)
     client = phoenix_client(base_url, "exporting scores to Phoenix")
     logged = 0
@@ -104,4 +136,16 @@ def export_phoenix(records: Iterable[Any], target: str) -> tuple[int, int]:
                 f"{len(annotations) - logged} of {len(annotations)} span annotations not logged"
             ) from None
         logged += len(batch)
+    sessions = session_annotations(records)
+    for start in range(0, len(sessions), _BATCH):  # Phoenix 12 and later annotate sessions
+        try:
+            client.sessions.log_session_annotations(
+                session_annotations=sessions[start : start + _BATCH], sync=True
+            )
+        except (httpx.HTTPError, ValueError) as exc:
+            raise ExportError(
+                f"--export phoenix: Phoenix at {base_url} did not take the {len(sessions)} session "
+                f"annotations ({shorten(str(exc), 300)}); the {logged} span annotations were logged"
+            ) from None
+        logged += len(sessions[start : start + _BATCH])
     return logged, unlinked

@@ -14,16 +14,14 @@ the missing attribute; the others (relevancy) score. Nothing stops the rest.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from ragmetrics.errors import ConfigError, shorten
-from ragmetrics.observe.spans import SpanProblem, TraceSpan, _kept
-from ragmetrics.pipeline.dataset import Row
+from ragmetrics.errors import shorten
+from ragmetrics.observe.spans import TraceSpan, _kept
 
-__all__ = ["MAX_SPANS", "MAX_VALUE_CHARS", "rows_from_spans", "trace_sample"]
+__all__ = ["MAX_SPANS", "MAX_VALUE_CHARS", "trace_sample"]
 
 MAX_VALUE_CHARS = 1_000_000
 """A question, answer or document longer than this makes its trace invalid_input (never truncated)."""
@@ -264,66 +262,3 @@ def trace_sample(trace_id: str, spans: list[TraceSpan]) -> tuple[dict[str, Any],
             "gen_ai.operation.name=retrieval), so there are no retrieved contexts to check the answer against"
         )
     return values, None
-
-
-def _twice(spans: list[TraceSpan]) -> str | None:
-    """A span id the trace holds twice, named with where each copy was read; None when there is none."""
-    seen: dict[str, TraceSpan] = {}
-    for span in spans:
-        first = seen.setdefault(span.span_id, span)
-        if first is not span:
-            where = f" ({first.origin} and {span.origin})" if first.origin and span.origin else ""
-            return (
-                f"span {span.span_id} appears twice{where}, and which copy is the trace's is not guessed; "
-                "a span is exported once: remove the repeated export (or give each span its own id)"
-            )
-    return None
-
-
-def rows_from_spans(
-    items: Iterable[TraceSpan | SpanProblem | str], source: str | os.PathLike[str]
-) -> list[Row]:
-    """Spans grouped by trace, one row per trace.
-
-    A problem string is an invalid row of its own; a :class:`SpanProblem` makes its trace an invalid row
-    (spans of it could not be read), as does a span id the trace holds twice.
-    """
-    traces: dict[str, list[TraceSpan]] = {}
-    damaged: dict[str, str] = {}
-    problems: list[str] = []
-    count = 0
-    for item in items:
-        if isinstance(item, str):
-            problems.append(item)
-            continue
-        count += 1
-        if count > MAX_SPANS:
-            fix = (
-                "read a window of it with --since" if str(source).startswith("phoenix:") else "split the file"
-            )
-            raise ConfigError(f"--traces: {source} holds more than {MAX_SPANS:,} spans; {fix}")
-        if isinstance(item, SpanProblem):
-            damaged.setdefault(item.trace_id, item.message)
-            traces.setdefault(item.trace_id, [])
-        elif not item.trace_id:
-            problems.append(f"a span named {item.name!r} has no traceId; skipped")
-        else:
-            traces.setdefault(item.trace_id, []).append(item)
-    rows: list[Row] = []
-    for trace_id, spans in traces.items():
-        if not spans:  # every span of it was on lines that could not be read
-            rows.append(Row(len(rows), {"id": trace_id}, damaged[trace_id], source={"trace_id": trace_id}))
-            continue
-        values, problem = trace_sample(trace_id, spans)
-        source_meta = {"trace_id": trace_id, **values.get("meta", {})}
-        twice = _twice(spans)
-        problem = damaged.get(trace_id) or (f"trace {trace_id}: {twice}" if twice else None) or problem
-        if problem is not None:  # its id kept, so its record is named by the trace
-            rows.append(Row(len(rows), {"id": trace_id}, problem, source=source_meta))
-            continue
-        missing = values["meta"].get("contexts_problem")
-        fields = {"contexts": missing} if missing else None
-        rows.append(Row(len(rows), values, source=source_meta, field_problems=fields))
-    for problem in problems:
-        rows.append(Row(len(rows), None, problem))
-    return rows

@@ -3,8 +3,9 @@
 The sample is decided per trace id (a hash of the seed and the id), not by position, so a trace is in
 or out of ``--sample 0.1 --seed 7`` whatever else the file holds, and an hourly job keeps the same
 decision for traces it has already seen. The cursor (``--incremental PATH``) is a JSON file of the trace
-ids already scored; a trace is added once its record is final (scored, or an input problem that a
-re-run cannot fix), so a provider error or a budget skip is tried again next time.
+ids (and session ids: a session is one conversation) already scored; a trace is added once its record
+is final (scored, or an input problem that a re-run cannot fix), so a provider error or a budget skip
+is tried again next time; a session is added once every record of it is final.
 """
 
 from __future__ import annotations
@@ -81,11 +82,19 @@ class Cursor:
     def add(self, records: Iterable[Any]) -> int:
         """Mark the traces whose records are final; returns how many were added."""
         added = 0
+        final: dict[str, bool] = {}  # per trace or session: whether every record of it is final
         for record in records:
-            trace_id = (record.extra.get("trace_id") if record.sample is None else record.sample.id) or None
+            meta = record.extra if record.sample is None else record.sample.meta
+            key = meta.get("session_id") if isinstance(meta.get("session_id"), str) else None
+            key = key or (
+                (record.extra.get("trace_id") if record.sample is None else record.sample.id) or None
+            )
             statuses = {record.status_of(m) for m in record.scores} or {"invalid_input"}
-            if trace_id and statuses <= FINAL_STATUSES and trace_id not in self.scored:
-                self.scored.add(trace_id)
+            if key:
+                final[key] = final.get(key, True) and statuses <= FINAL_STATUSES
+        for key, done in final.items():
+            if done and key not in self.scored:
+                self.scored.add(key)
                 added += 1
         return added
 
@@ -119,7 +128,7 @@ def select_traces(
     kept: list[Row] = []
     for row in rows:
         root = _root(row)
-        trace_id = root.get("trace_id")
+        trace_id = root.get("trace_id") or root.get("session_id")  # a session is sampled whole
         if trace_id:
             started = root.get("start_time_unix_nano") or 0
             if sample is not None and not _sampled(trace_id, sample, seed):

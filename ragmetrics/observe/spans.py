@@ -18,7 +18,18 @@ from typing import Any
 
 __all__ = ["SpanProblem", "TraceSpan", "event_messages", "keep_attribute"]
 
-_KEPT = ("input.value", "output.value", "openinference.span.kind", "gen_ai.operation.name")
+_KEPT = (
+    "input.value",
+    "output.value",
+    "openinference.span.kind",
+    "gen_ai.operation.name",
+    "session.id",  # sessions and tool spans (see :mod:`.sessions`), kept whatever their length
+    "tool.name",
+    "tool.parameters",
+    "tool_call.id",
+    "tool_call.function.name",
+    "tool_call.function.arguments",
+)
 _KEPT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "retrieval.documents.", "gen_ai.")
 
 

@@ -88,6 +88,22 @@ def _tool_results(conversation: Conversation) -> dict[str, Any]:
     return found
 
 
+def _turn_meta(meta: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """The conversation's ``meta`` as one turn's record has it.
+
+    A ``message_spans`` map (message index -> the trace and span that message came from, set by
+    :mod:`ragmetrics.observe.sessions`) gives the turn its own entry, not the whole map.
+    """
+    spans = meta.get("message_spans")
+    if not isinstance(spans, Mapping):
+        return dict(meta)
+    own = spans.get(str(index))
+    return {
+        **{k: v for k, v in meta.items() if k != "message_spans"},
+        **(own if isinstance(own, Mapping) else {}),
+    }
+
+
 def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
     """One conversation row as its turn rows, numbered from ``start``."""
     ident = row.values.get("id") if isinstance(row.values, Mapping) else None
@@ -125,7 +141,7 @@ def _turns(row: Row, start: int, options: TurnOptions) -> list[Row]:
             found.append(Row(start + k, {"id": turn_id}, source=where, refusal=exc, level="turn"))
             continue
         meta: dict[str, Any] = {
-            **conversation.meta,
+            **_turn_meta(conversation.meta, turn.index),
             "conversation_id": name,
             "turn": turn.number,
             "message_index": turn.index,
