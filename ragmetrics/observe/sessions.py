@@ -334,7 +334,8 @@ def session_summaries(records: Iterable[Any]) -> list[dict[str, Any]]:
             session_id,
             {"attribute": meta.get("session_attribute") or SESSION_KEYS[0], "turns": 0, "scores": {}},
         )
-        entry["turns"] += 1
+        if meta.get("level") != "conversation":  # the conversation's own record is no turn
+            entry["turns"] += 1
         for metric in record.scores:
             entry["scores"].setdefault(metric, []).append(record.scores.get(metric))
     summaries = []

@@ -23,6 +23,7 @@ from ragmetrics.cli import main  # noqa: E402
 from ragmetrics.evaluation import evaluate_sync  # noqa: E402
 from ragmetrics.observe import Cursor, select_traces, trace_rows  # noqa: E402
 from ragmetrics.observe.phoenix_export import session_annotations, span_annotations  # noqa: E402
+from ragmetrics.observe.sessions import session_summaries  # noqa: E402
 from ragmetrics.sample import MAX_MESSAGES  # noqa: E402
 from tests.observe.receiver import OtlpReceiver  # noqa: E402
 
@@ -279,6 +280,16 @@ def test_a_genai_session_reads_execute_tool_spans_in_time_order(tmp_path: Path) 
     assert [r.sample.meta["span_id"] for r in results] == ["a1" * 8, "b2" * 8]
     assert results[0].sample.meta["response_id"] == "resp-a1a1"
     assert "message_spans" not in results[0].sample.meta, "each turn gets its own span, not the map"
+
+    # a conversation-level metric scores the session's own record; its session mean is that score
+    results = evaluate_sync(
+        traces=path, metrics=["faithfulness", "knowledge_retention"], llm="offline", progress=False
+    )
+    assert [r.id for r in results] == ["conv-9#turn0", "conv-9#turn1", "conv-9"]
+    whole = {s["metric"]: s for s in session_summaries(results)}
+    assert whole["knowledge_retention"]["mean"] == results[2].scores["knowledge_retention"] is not None
+    assert whole["knowledge_retention"]["turns"] == whole["faithfulness"]["turns"] == 2
+    assert whole["faithfulness"]["scored"] == 2 and whole["knowledge_retention"]["scored"] == 1
 
 
 def _plain_trace(trace: str, start: int) -> list[dict]:
