@@ -11,7 +11,7 @@ from ragmetrics import FaithfulnessMetric, GroundednessMetric, RelevancyMetric
 from ragmetrics.errors import ConfigError, InvalidInputError
 from ragmetrics.metrics.conversation.turn_claims import evaluate_turns
 from ragmetrics.metrics.conversation.turns import turn_evidence, turn_sample
-from ragmetrics.sample import Conversation
+from ragmetrics.sample import Conversation, Sample
 from ragmetrics.testing import FakeReply
 from ragmetrics.text import estimate_tokens
 
@@ -42,11 +42,10 @@ def test_evidence_order_and_sources():
         ("messages[6].contexts[0]", eiffel.messages[6].contexts[0]),
         ("messages[1]", "Where is the Eiffel Tower?"),
         ("messages[3]", "Who designed it?"),
-        ("messages[5]", "and when was it built?"),
-    )
-    assert [e.kind for e in mapped.evidence] == ["context", "user", "user", "user"]
-    assert mapped.message_index(0) == 6 and mapped.source(3) == "messages[5]"
-    assert mapped.source(None) is None and mapped.source(4) is None
+    )  # the question itself ("and when was it built?", messages[5]) is no evidence for its answer
+    assert [e.kind for e in mapped.evidence] == ["context", "user", "user"]
+    assert mapped.message_index(0) == 6 and mapped.source(2) == "messages[3]"
+    assert mapped.source(None) is None and mapped.source(3) is None
     assert mapped.history.messages_cut == 0 and mapped.history.messages_kept == 4
     # the question is read after the history: the transcript of the four earlier messages, then it
     assert mapped.question.endswith("\n\nThe question now:\nand when was it built?")
@@ -54,10 +53,10 @@ def test_evidence_order_and_sources():
     # an agent's turn: the tool result, then the user's question
     agent = EXAMPLES["canberra-two-steps"]
     first = turn_evidence(agent, agent.turns()[0])
-    assert first.sources == ("messages[2]", "messages[4]", "messages[0]")
+    assert first.sources == ("messages[2]", "messages[4]")
     assert first.question == agent.messages[0].content  # a first turn: the question as it is
     # retrieval_tools narrows the tool results to the tools named
-    assert turn_evidence(agent, agent.turns()[0], retrieval_tools=["lookup"]).sources == ("messages[0]",)
+    assert turn_evidence(agent, agent.turns()[0], retrieval_tools=["lookup"]).sources == ()
     assert turn_evidence(agent, agent.turns()[0], retrieval_tools={"search_docs"}).sources == first.sources
     with pytest.raises(ConfigError, match="retrieval_tools"):
         turn_evidence(agent, agent.turns()[0], retrieval_tools="search_docs")
@@ -96,11 +95,11 @@ def test_the_history_budget_cuts_the_oldest_messages_first_and_says_so():
     assert "Where is the Eiffel Tower?" not in cut.question
     assert "[2 earlier messages cut: over the history budget]" in cut.question
     assert lines[2] in cut.question and lines[3] in cut.question
-    assert cut.sources == ("messages[6].contexts[0]", "messages[3]", "messages[5]")
+    assert cut.sources == ("messages[6].contexts[0]", "messages[3]")
     # one token short of the newest message: everything before the question is cut
     none = turn_evidence(eiffel, last, history_budget_tokens=costs[3] - 1)
     assert none.history.messages_kept == 0 and none.history.messages_cut == 4
-    assert none.sources == ("messages[6].contexts[0]", "messages[5]")
+    assert none.sources == ("messages[6].contexts[0]",)
     assert none.question.endswith("The question now:\nand when was it built?")
 
 
@@ -144,12 +143,12 @@ async def test_an_agent_answer_rests_on_its_tool_result():
     assert result.details["cited"][0]["source"] == "messages[2]"  # type: ignore[index]
     assert result.details["cited"][0]["kind"] == "tool_result"  # type: ignore[index]
     assert EXAMPLES["warranty-agent"].messages[2].role == "tool"
-    # with the tool not counted as retrieval, only the user's question is left to rest on
+    # with the tool not counted as retrieval, nothing is left to rest on (the question is no evidence)
     metrics = _core("offline")
     narrowed = await evaluate_turns(EXAMPLES["warranty-agent"], metrics, retrieval_tools=["other_tool"])
     await _close(metrics)
     assert narrowed.turns[0].results["faithfulness"].score == 0.0
-    assert narrowed.turns[0].results["faithfulness"].details["sources"] == ["messages[0]"]
+    assert narrowed.turns[0].results["faithfulness"].details["sources"] == []
 
 
 async def test_what_the_user_said_is_given():
@@ -246,3 +245,25 @@ async def test_metrics_are_checked():
     twice = [FaithfulnessMetric(llm="offline"), FaithfulnessMetric(llm="offline")]
     with pytest.raises(ConfigError, match="two metrics are named 'faithfulness'"):
         await evaluate_turns(EXAMPLES["warranty-agent"], twice)
+
+
+async def test_a_first_turn_is_judged_as_its_sample_alone():
+    """The question is no evidence for its answer: a claim that only repeats it is not supported, and a
+    conversation of one turn scores exactly as the same sample does (the invariance on labelled data)."""
+    question = "Is the Louvre in Paris, the capital of France?"
+    answer = "Paris is the capital of France."
+    chat = Conversation.from_messages(
+        [
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": answer, "contexts": ["The Louvre is a museum."]},
+        ],
+        id="louvre",
+    )
+    metrics = _core("offline")
+    out = await evaluate_turns(chat, metrics)
+    sample = Sample(question=question, answer=answer, contexts=("The Louvre is a museum.",))
+    alone = [await m.evaluate_sample(sample) for m in metrics]
+    await _close(metrics)
+    turn = out.turns[0]
+    assert turn.results["faithfulness"].score == 0.0
+    assert [turn.results[r.name].score for r in alone] == [r.score for r in alone]

@@ -62,7 +62,8 @@ def test_the_payload_gathers_each_conversation_with_its_transcript_and_turns(rec
             assert data["rows"][pos][1].startswith(given["id"] + "#turn")
     eiffel = convs[0]
     assert [t[:3] for t in eiffel[3]] == [[0, 0, 2], [1, 1, 4], [2, 2, 6]]
-    assert eiffel[3][0][3] == [[2, 0], [1, -1]]  # contexts from messages[2].contexts[0] and messages[1]
+    assert eiffel[3][0][3] == [[2, 0]]  # its one context, from messages[2].contexts[0]
+    assert eiffel[3][2][3] == [[6, 0], [1, -1], [3, -1]]  # then the user's earlier messages
     assert eiffel[2] == []  # no calls expected: no tool-call metrics
     assert s[eiffel[1][2][5][0]].startswith("The Eiffel Tower is a wrought-iron lattice tower")
 

@@ -2,7 +2,8 @@
 
 :func:`turn_evidence` gathers what a turn's answer may rest on, in this order: the turn's own
 ``contexts``, the results of the tool calls made for it (only the ``retrieval_tools`` when named),
-then the user's messages (what the user stated is given). The history before the question is sent
+then the user's messages of earlier turns (what the user stated is given; the question itself is not
+evidence, so a first turn is judged as its sample alone). The history before the question is sent
 as a transcript prepended to the question, so extraction resolves "it" and "and when?". History is
 bounded by a token budget (:func:`~ragmetrics.text.estimate_tokens`): the oldest messages are cut
 first, and the :class:`HistoryCut` says how many and how many tokens. :func:`turn_sample` turns it all
@@ -156,8 +157,9 @@ def turn_evidence(
         if tools is None or name in tools:
             found.append(Evidence(f"messages[{i}]", i, "tool_result", message.content))
     kept, cut = _bounded_history(conversation.messages[:asked], budget)
-    said = [*kept, (asked, turn.question)]
-    found.extend(Evidence(f"messages[{i}]", i, "user", m.content) for i, m in said if m.role == "user")
+    # what the user stated in earlier turns is given; the question itself is not evidence for its answer
+    # (as for a single sample: a first turn is judged exactly as that sample would be)
+    found.extend(Evidence(f"messages[{i}]", i, "user", m.content) for i, m in kept if m.role == "user")
     history = HistoryCut(
         budget_tokens=budget,
         messages_kept=len(kept),
