@@ -356,11 +356,11 @@ def peer_run(python: Path, peer: str, metric: str, data: Path, srv: Any, concurr
         out.update(scored=0, turns=None, conversations=None, wall_s=None)
     else:
         out = json.loads(lines[-1].removeprefix("RESULT "))
-    out.update(_server_counts(srv), process_s=round(process_s, 3))
+    out.update(server_counts(srv), process_s=round(process_s, 3))
     return out
 
 
-def _server_counts(srv: Any) -> dict:
+def server_counts(srv: Any) -> dict:
     calls = srv.calls
     return {
         "calls": calls.total() - calls.get("embeddings", 0),
@@ -505,7 +505,7 @@ def main() -> None:
                         reading_rule(srv)
                     core = ["faithfulness", "relevancy", "groundedness"]
                     out = asyncio.run(ragmetrics_run(convs, srv.openai_base_url, core, reading))
-                    out.update(_server_counts(srv))
+                    out.update(server_counts(srv))
                     raw.setdefault(label, []).append(out)
                     print(
                         f"run {run}: {label}: {out['calls']} calls, {out['prompt_tokens']} tokens", flush=True
