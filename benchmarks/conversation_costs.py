@@ -522,8 +522,8 @@ def main() -> None:
                             flush=True,
                         )
     for key, runs in raw.items():
-        charged = len(tool_convs) if key.startswith("ragas:ToolCall") else None
-        n_turns = sum(assistant_turns(c) for c in tool_convs) if charged is not None else turns
+        charged = tool_convs if key.startswith("ragas:ToolCall") else convs  # what the metric was given
+        n_turns = sum(assistant_turns(c) for c in charged)
         if not n_turns:
             result.setdefault("not_run", {})[key] = "no conversation here expects tool calls"
             continue
