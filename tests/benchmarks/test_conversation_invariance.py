@@ -1,0 +1,77 @@
+"""Chained labelled samples score per turn as they score alone, but for the differences a turn has by design.
+
+``benchmarks/conversation_invariance.py`` on a few dozen records of ``../shared/data/faithfulness_dev.jsonl``
+with the offline judge: a turn's scores equal its record's scored alone, except where the turn's two
+designed differences move them (the user's messages are evidence; later turns read their question after
+a transcript of the history), and each such difference is reproduced by scoring the turn's own sample.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data" / "faithfulness_dev.jsonl"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_{name}", ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ci = _load("conversation_invariance")
+
+pytestmark = pytest.mark.skipif(not DATA.is_file(), reason=f"the labelled data is not here ({DATA})")
+
+EXPLAINED = {"evidence: the user's messages", "question: the history transcript"}
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return ci.load(DATA)[::10]  # 30 records, BEGIN and ExpertQA
+
+
+def test_chain_keeps_each_record_as_one_turn(rows: list[dict]) -> None:
+    convs = ci.chain(rows, 3)
+    assert [len(group) for _, group in convs] == [3] * 10
+    conv, group = convs[0]
+    assert [m["role"] for m in conv["messages"]] == ["user", "assistant"] * 3
+    assert conv["messages"][3]["content"] == group[1]["answer"]
+    assert conv["messages"][3]["contexts"] == group[1]["contexts"]
+    assert sorted(r["id"] for _, g in convs for r in g) == sorted(r["id"] for r in rows)
+
+
+def test_turns_score_as_their_records_but_for_the_designed_differences(rows: list[dict]) -> None:
+    run = ci.check(rows, 3)
+    assert run["turns"] == 30 and not run["conversations_unread"]
+    moved = [m for case in run["cases"] for m in case["moved"]]
+    # every difference is one of the two designed ones, and the turn's own sample reproduces it
+    assert {m["cause"] for m in moved} <= EXPLAINED
+    # the user's words only ever add support; relevancy moves only after the first turn
+    assert all(m["in_conversation"] > m["alone"] for m in moved if m["metric"] != "relevancy")
+    assert all(
+        not c["turn"].endswith("#turn0")
+        for c in run["cases"]
+        for m in c["moved"]
+        if m["metric"] == "relevancy"
+    )
+    assert run["per_metric"]["faithfulness"].get("differ", 0) == run["per_metric"]["groundedness"].get(
+        "differ", 0
+    )
+    # the offline judge's counts on these 30 records: 24 turns identical on all three metrics
+    assert run["turns_identical_on_all_three"] == 24
+    counts = {m: (c.get("identical", 0), c.get("differ", 0)) for m, c in run["per_metric"].items()}
+    assert counts == {"faithfulness": (25, 5), "relevancy": (29, 1), "groundedness": (25, 5)}
+
+
+def test_one_turn_conversations_differ_only_by_the_question_as_evidence(rows: list[dict]) -> None:
+    run = ci.check(rows, 1)
+    assert run["per_metric"]["relevancy"] == {"turns": 30, "identical": 30}
+    assert {m["cause"] for c in run["cases"] for m in c["moved"]} <= {"evidence: the user's messages"}
