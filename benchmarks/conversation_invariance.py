@@ -8,12 +8,13 @@ and equal statuses) with the record scored alone. ``--data ../shared/data/releva
 the relevancy labels (no contexts). Balanced accuracy at 0.5 against the labels, alone and per turn,
 says whether a difference helps or hurts.
 
-A turn is not the record by design: its question is read after a transcript of the earlier messages
-(turns after the first), and what the user said (the question, earlier user messages) is evidence
-beside the contexts. Where a turn's score differs, two re-scorings of the record as a plain sample say
-which of those moved it: the record with the turn's evidence (its contexts and the user's messages),
-and the record with the turn's question (the history transcript and the question). A third, the
-turn's own sample scored as a plain sample, checks that the pipeline adds nothing else.
+A later turn is not the record by design: its question is read after a transcript of the earlier
+messages, and what the user said in earlier turns is evidence beside the contexts (the question itself
+is not, so a first turn is its record exactly). Where a turn's score differs, two re-scorings of the
+record as a plain sample say which of those moved it: the record with the turn's evidence (its
+contexts and the user's earlier messages), and the record with the turn's question (the history
+transcript and the question). A third, the turn's own sample scored as a plain sample, checks that the
+pipeline adds nothing else.
 
     python benchmarks/conversation_invariance.py                 # offline judge, k = 1 and 3
     python benchmarks/conversation_invariance.py --data ../shared/data/relevancy_dev.jsonl
