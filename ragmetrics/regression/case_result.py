@@ -257,9 +257,12 @@ def _unscored_problems(items: Sequence[Any], metrics: Sequence[str]) -> list[str
     for metric in metrics:
         statuses: dict[str, int] = {}
         example = None
-        scored = 0
+        scored = total = 0
         for item in items:
             named = getattr(item, "scores", None) or {}
+            if metric not in named:  # not this item's metric (a conversation-level metric on a turn)
+                continue
+            total += 1
             if named.get(metric) is not None:
                 scored += 1
                 continue
@@ -273,7 +276,7 @@ def _unscored_problems(items: Sequence[Any], metrics: Sequence[str]) -> list[str
                         text.removeprefix(f"{metric}: no score ({getattr(err, 'status', '')}): ") or None
                     )
         failure = unscored_failure(
-            metric, scored=scored, total=len(items), statuses=statuses, example=example, max_unscored=1.0
+            metric, scored=scored, total=total, statuses=statuses, example=example, max_unscored=1.0
         )  # a share of 1.0: only a metric that scored nothing fails; partial gaps are a note
         if failure is not None:
             failures.append(failure)
