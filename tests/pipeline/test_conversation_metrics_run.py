@@ -112,3 +112,22 @@ def test_the_estimate_counts_one_call_per_conversation_for_each(fake_llm_server,
     canaries = sum(c.usage.calls for c in results.summary().canaries)
     assert predicted.calls - predicted.canary_calls == 15 == results.stats.usage.calls - canaries
     assert predicted.canary_calls == canaries, (predicted.canary_calls, canaries)
+
+
+def test_a_batch_run_scores_the_conversation_records_as_a_real_time_run(fake_llm_server, dummy_keys):
+    from ragmetrics.pipeline import EvaluationPipeline
+
+    spec = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
+
+    def metrics():
+        names = ["faithfulness", "task_completion"]
+        return [ragmetrics.metrics.metric_from_name(n, llm=spec) for n in names]
+
+    batched = EvaluationPipeline(metrics(), batch={"poll_interval_s": 0}, progress=False).run(EXAMPLE)
+    assert all(r.ok for r in batched), [(r.id, r.errors) for r in batched if not r.ok]
+    assert [r.id for r in batched if "#turn" not in r.id] == CONVERSATIONS
+    assert fake_llm_server.batches and all(b.ended for b in fake_llm_server.batches)
+    before = fake_llm_server.calls.total()
+    live = EvaluationPipeline(metrics(), progress=False).run(EXAMPLE)
+    assert fake_llm_server.calls.total() == before  # the batches filled the cache
+    assert [r.scores for r in live] == [r.scores for r in batched]
