@@ -184,10 +184,12 @@ def finish_traces(args: argparse.Namespace, cursor: Any, records: Any) -> tuple[
             from ragmetrics.observe.phoenix_export import export_phoenix
 
             try:
-                logged, unlinked = export_phoenix(records, target)
+                logged, unlinked, sessions = export_phoenix(records, target)
             except ExportError as exc:
                 return lines, str(exc)
             line = f"Logged {logged} span annotations to Phoenix at {target[len('phoenix:') :]}"
+            if sessions:
+                line += f", and {sessions} session annotations"
             if unlinked:
                 line += f" ({unlinked} results came from no span and were not logged)"
             lines.append(line)

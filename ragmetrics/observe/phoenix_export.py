@@ -28,6 +28,8 @@ _MAX_EXPLANATION = 4000
 def span_annotations(records: Iterable[Any]) -> tuple[list[dict[str, Any]], int]:
     """The annotations to log, and how many metric results had no span to go on.
 
+    A session's own record (its scores go to the session) is not counted as having no span.
+
     Each annotation's fields:
 
     * ``name``: the metric's name (``faithfulness``); ``annotator_kind``: ``LLM``;
@@ -44,7 +46,7 @@ def span_annotations(records: Iterable[Any]) -> tuple[list[dict[str, Any]], int]
         span_id = meta.get("span_id") if isinstance(meta, dict) else None
         for metric in record.scores:
             if not span_id:
-                unlinked += 1
+                unlinked += 0 if isinstance(meta, dict) and meta.get("session_id") else 1
                 continue
             status = record.status_of(metric)
             result = record.results.get(metric)
@@ -103,8 +105,11 @@ def session_annotations(records: Iterable[Any]) -> list[dict[str, Any]]:
     return found
 
 
-def export_phoenix(records: Iterable[Any], target: str) -> tuple[int, int]:
-    """Log one span annotation per metric result to Phoenix; returns (logged, unlinked).
+def export_phoenix(records: Iterable[Any], target: str) -> tuple[int, int, int]:
+    """Log one span annotation per metric result, and the sessions' annotations, to Phoenix.
+
+    Returns:
+        The span annotations logged, the results with no span to go on, the session annotations logged.
 
     Raises:
         ExportError: Phoenix could not be reached or refused the annotations.
@@ -137,6 +142,7 @@ def export_phoenix(records: Iterable[Any], target: str) -> tuple[int, int]:
             ) from None
         logged += len(batch)
     sessions = session_annotations(records)
+    spans_logged = logged
     for start in range(0, len(sessions), _BATCH):  # Phoenix 12 and later annotate sessions
         try:
             client.sessions.log_session_annotations(
@@ -148,4 +154,4 @@ def export_phoenix(records: Iterable[Any], target: str) -> tuple[int, int]:
                 f"annotations ({shorten(str(exc), 300)}); the {logged} span annotations were logged"
             ) from None
         logged += len(sessions[start : start + _BATCH])
-    return logged, unlinked
+    return spans_logged, unlinked, logged - spans_logged

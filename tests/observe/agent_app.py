@@ -2,9 +2,10 @@
 
 The agent: a fake chat model bound to a real ``@tool`` (``search_docs``), scripted to call it and then
 answer from its result, run for two user turns in one session (OpenInference ``using_session``), each
-turn one trace. Run as ``python -m tests.observe.agent_app OUT.json SESSION``, in its own process (the
-instrumentor patches LangChain for the whole process); prints the turns' root spans as JSON
-(``[{"trace_id", "span_id"}]``, in turn order).
+turn one trace. Run as ``python -m tests.observe.agent_app OUT.json SESSION`` (or ``URL/v1/traces
+SESSION PROJECT``: to an OTLP/HTTP endpoint such as Phoenix's), in its own process (the instrumentor
+patches LangChain for the whole process); prints the turns' root spans as JSON (``[{"trace_id",
+"span_id"}]``, in turn order).
 """
 
 from __future__ import annotations
@@ -66,9 +67,17 @@ class _RootSpans(SpanProcessor):
 
 
 def main(argv: list[str]) -> None:
-    path, session = Path(argv[0]), argv[1]
-    provider = TracerProvider(resource=Resource.create({"service.name": "agent-app"}))
-    provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(path)))
+    target, session = argv[0], argv[1]
+    resource = {"service.name": "agent-app"}
+    if target.startswith("http"):  # an OTLP/HTTP endpoint (Phoenix's /v1/traces), into project argv[2]
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        exporter: Any = OTLPSpanExporter(endpoint=target)
+        resource["openinference.project.name"] = argv[2]
+    else:
+        exporter = OtlpJsonFileExporter(Path(target))
+    provider = TracerProvider(resource=Resource.create(resource))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
     roots = _RootSpans()
     provider.add_span_processor(roots)
     LangChainInstrumentor().instrument(tracer_provider=provider)

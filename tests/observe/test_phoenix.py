@@ -183,7 +183,7 @@ def test_phoenix_traces_without_a_retriever_get_a_status_each_and_it_is_annotate
 
     from ragmetrics.observe.phoenix_export import export_phoenix
 
-    assert export_phoenix(records, f"phoenix:{phoenix_url}") == (3, 0)
+    assert export_phoenix(records, f"phoenix:{phoenix_url}") == (3, 0, 0)
     found = _annotations(phoenix_url, "bare-app", [r.extra["span_id"] for r in records])
     assert {a["result"]["label"] for a in found} == {"invalid_input"}
     assert all("no retriever span" in a["result"]["explanation"] for a in found)
@@ -268,7 +268,7 @@ def test_hostile_phoenix_traces_get_a_status_each_and_nothing_is_lost(phoenix_ur
     for trace_id, why in ((huge, "over 1,000,000 characters"), (silent, "no answer found")):
         assert records[trace_id].status_of("faithfulness") == "invalid_input"
         assert why in records[trace_id].errors[0].message
-    assert export_phoenix(list(report), f"phoenix:{phoenix_url}") == (3, 0)  # every trace annotated
+    assert export_phoenix(list(report), f"phoenix:{phoenix_url}") == (3, 0, 0)  # every trace annotated
 
 
 def test_a_genai_trace_with_message_events_is_read_from_phoenix(phoenix_url: str) -> None:
@@ -343,3 +343,69 @@ def test_the_readme_section_runs_as_written_from_app_to_annotations(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "faithfulness 1.0 passed" in done.stdout.splitlines(), done.stdout + done.stderr[-3000:]
+
+
+def test_an_agent_session_in_phoenix_is_one_conversation_annotated_per_turn_and_per_session(
+    phoenix_url: str, tmp_path: Path, capsys
+) -> None:
+    """A LangChain agent's two turns in one OpenInference session, sent to Phoenix, read back as one
+    conversation, scored (a turn metric and a conversation-level one), and annotated: each turn's root
+    span, and the session (read back from Phoenix's session annotations)."""
+    import httpx
+
+    pytest.importorskip("openinference.instrumentation.langchain")
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.observe.agent_app",
+        f"{phoenix_url}/v1/traces",
+        "chat-7",
+        "agent-app",
+    ]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    roots = json.loads(done.stdout)
+    deadline = time.monotonic() + 120
+    while True:
+        rows = held_rows(phoenix_url, "agent-app")
+        conversation = rows[0].conversation if len(rows) == 1 else None
+        if isinstance(conversation, dict) and len(conversation["messages"]) == 8:
+            break
+        assert time.monotonic() < deadline, "Phoenix never held the agent's two turns"
+        time.sleep(0.5)
+    assert [m["role"] for m in conversation["messages"]] == ["user", "assistant", "tool", "assistant"] * 2
+
+    out = tmp_path / "scores.jsonl"
+    cli = [
+        "eval",
+        "--traces",
+        f"phoenix:{phoenix_url}/agent-app",
+        "--metrics",
+        "faithfulness,knowledge_retention",
+    ]
+    cli += ["--judge", "offline", "--out", str(out), "--export", f"phoenix:{phoenix_url}", "--quiet"]
+    assert main(cli) == 0, capsys.readouterr()
+    said = capsys.readouterr().out
+    assert "Logged 2 span annotations to Phoenix" in said and "and 2 session annotations" in said
+    assert "from no span" not in said  # the session's own record went to the session
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in records] == ["chat-7#turn0", "chat-7#turn1", "chat-7"]
+    assert records[0]["sample"]["contexts"] == ["Paris is the capital of France."]  # the tool's result
+    turns = [r["sample"]["meta"]["span_id"] for r in records[:2]]
+    assert turns == [r["span_id"] for r in roots]
+    found = _annotations(phoenix_url, "agent-app", turns)
+    assert sorted((a["span_id"], a["name"]) for a in found) == sorted((s, "faithfulness") for s in turns)
+
+    reply = httpx.get(
+        f"{phoenix_url}/v1/projects/agent-app/session_annotations", params={"session_ids": "chat-7"}
+    )
+    reply.raise_for_status()
+    notes = {a["name"]: a for a in reply.json()["data"]}
+    assert set(notes) == {"faithfulness", "knowledge_retention"}
+    assert notes["knowledge_retention"]["result"]["score"] == records[2]["scores"]["knowledge_retention"]
+    assert notes["faithfulness"]["metadata"] == {
+        "scope": "session",
+        "turns": 2,
+        "scored": 2,
+        "source": "ragmetrics",
+    }
