@@ -266,29 +266,31 @@ def _scores(frame: Any) -> list[tuple[Any, ...]]:
 
 
 def test_conversations_are_scored_turn_by_turn_as_in_one_process(srv, tmp_path):
-    """Each turn of a conversation is one result row (read back from pandas' nested arrays), as in one
-    process; a turn's index is its conversation's position, so batches never number two rows alike."""
+    """Each turn of a conversation is one result row (read back from pandas' nested arrays), and each
+    conversation one more for the conversation-level metric, as in one process; a turn's index is its
+    conversation's position, so batches never number two rows alike."""
     from importlib import resources
 
     example = resources.files("ragmetrics") / "data" / "example_conversations.jsonl"
-    lines = [json.loads(x) for x in example.read_text(encoding="utf-8").splitlines() if x.strip()]
-    rows = lines
+    rows = [json.loads(x) for x in example.read_text(encoding="utf-8").splitlines() if x.strip()]
     path = tmp_path / "chats.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    metrics = [*METRICS, "knowledge_retention"]
     frame = evaluate_ray(
-        path, METRICS, llm=_spec(srv), judge_options={"api_key": KEY}, cache=False, workers=2, batch_size=2
+        path, metrics, llm=_spec(srv), judge_options={"api_key": KEY}, cache=False, workers=2, batch_size=2
     ).to_pandas()
     ray_rows = {r["id"]: r for r in _plain(frame)}
     srv.reset()
-    single = ragmetrics.evaluate_sync(rows, metrics=METRICS, llm=_spec(srv), progress=False, canaries=False)
-    assert set(ray_rows) == {r.id for r in single} and len(frame) == len(single) == 8
+    single = ragmetrics.evaluate_sync(rows, metrics=metrics, llm=_spec(srv), progress=False, canaries=False)
+    assert set(ray_rows) == {r.id for r in single} and len(frame) == len(single) == 8 + 5
     for record in single:
         got = ray_rows[record.id]
-        assert got["faithfulness"] == record.scores["faithfulness"], record.id
-        assert got["relevancy_status"] == record.status_of("relevancy"), record.id
+        for name, score in record.scores.items():
+            assert got[name] == score and got[f"{name}_status"] == record.status_of(name), (record.id, name)
+    assert ray_rows["eiffel-support"]["faithfulness_status"] is None  # not a metric of that record
     position = {r["id"]: i for i, r in enumerate(rows)}
     assert {ray_rows[f"eiffel-support#turn{k}"]["index"] for k in range(3)} == {position["eiffel-support"]}
-    assert ray_rows["canberra-two-steps#turn1"]["index"] == ray_rows["canberra-two-steps#turn0"]["index"] == 3
+    assert ray_rows["canberra-two-steps#turn1"]["index"] == ray_rows["canberra-two-steps"]["index"] == 3
     assert all(r["errors"] is None for r in ray_rows.values())
 
 
