@@ -14,9 +14,26 @@ from typing import Any, TypeVar
 from ragmetrics.judge import CachingJudge
 from ragmetrics.judge.resolve import LazyJudge
 
-__all__ = ["JudgeHolder"]
+__all__ = ["JudgeHolder", "result_reasoning"]
 
 _T = TypeVar("_T")
+
+
+def result_reasoning(info: Any, reasoning: str, status: str, message: str | None, score: float | None) -> str:
+    """A judged result's reasoning: marked when the offline judge gave it; a failure's message else.
+
+    Args:
+        info: The judge's ``JudgeInfo`` (``heuristic`` for the offline judge).
+        reasoning: What the judge said (may be empty).
+        status: The result's status.
+        message: Its message (why it has no score, or a warning).
+        score: Its score (None: no score).
+    """
+    if info.heuristic and reasoning:
+        reasoning = f"[offline heuristic judge] {reasoning}"
+    if status != "ok" and not reasoning:
+        reasoning = f"No score: {message}" if score is None else (message or "")
+    return reasoning
 
 
 class JudgeHolder:

@@ -8,26 +8,14 @@ one counting server: its prompts read by the rule (2 calls per turn), a schema f
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from ragmetrics.testing import FakeLLMServer
+from tests.benchmarks import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_{name}", ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cc = _load("conversation_costs")
+cc = load_benchmark("conversation_costs")
 
 ROWS = [
     {

@@ -9,25 +9,17 @@ scoring the turn's own sample.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.benchmarks import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "faithfulness_dev.jsonl"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_{name}", ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ci = _load("conversation_invariance")
+ci = load_benchmark("conversation_invariance")
 
 pytestmark = pytest.mark.skipif(not DATA.is_file(), reason=f"the labelled data is not here ({DATA})")
 

@@ -6,27 +6,15 @@ precision on hand-worked rankings, and distractors that can never be a record's 
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import random
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.benchmarks import load_benchmark
 
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-rq = _load("retrieval_quality")
-rc = _load("retrieval_costs")
+rq = load_benchmark("retrieval_quality")
+rc = load_benchmark("retrieval_costs")
 
 
 def _row(i: int, src: str, question: str, contexts: list[str], faithful: bool = True) -> dict:

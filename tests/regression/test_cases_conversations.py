@@ -6,15 +6,13 @@ that goes wrong is one regression named after its metric. Run for real through `
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 from ragmetrics.metrics import metric_from_name
 from ragmetrics.pipeline import EvaluationPipeline
 from ragmetrics.regression.case_result import judge_value
+from tests.regression.test_cases_rag import run
 
 # Four chats of two turns; TURN=bad makes every second answer contradict its context.
 CASE = """
@@ -39,18 +37,6 @@ async def eval_chats():
     pipeline = EvaluationPipeline(["faithfulness", "knowledge_retention"], progress=False)
     return list(await pipeline.evaluate(chats))
 """
-
-
-def run(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ragmetrics.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "RAGMETRICS_JUDGE": "offline", **env},
-        check=False,
-    )
 
 
 def test_a_conversation_case_is_saved_per_turn_and_a_bad_turn_is_one_regression(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from ragmetrics._aio import run_sync
 from ragmetrics._check import check_int
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge
-from ragmetrics.metrics._judged import JudgeHolder
+from ragmetrics.metrics._judged import JudgeHolder, result_reasoning
 from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at, too_long_to_split
 from ragmetrics.metrics.claims.engine import (
     EXTRACT_VERSION,
@@ -418,11 +418,8 @@ class ClaimMetric(JudgeHolder):
                 "unverifiable_rate": sum(c.verdict == "not_found" for c in judged) / n,
             }
         info = self.judge.info
-        reasoning, score = scored.reasoning, scored.score
-        if info.heuristic and reasoning:
-            reasoning = f"[offline heuristic judge] {reasoning}"
-        if scored.status != "ok" and not reasoning:
-            reasoning = f"No score: {scored.message}" if score is None else (scored.message or "")
+        score = scored.score
+        reasoning = result_reasoning(info, scored.reasoning, scored.status, scored.message, score)
         return MetricResult(
             name=self.name,
             score=score,

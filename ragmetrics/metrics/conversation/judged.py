@@ -21,7 +21,7 @@ from ragmetrics._aio import run_sync
 from ragmetrics._check import check_field, check_int
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge, JudgeRequest
-from ragmetrics.metrics._judged import JudgeHolder
+from ragmetrics.metrics._judged import JudgeHolder, result_reasoning
 from ragmetrics.metrics.base import Needs, check_threshold, passed_at
 from ragmetrics.metrics.claims.verification import Health, checked
 from ragmetrics.metrics.conversation.judgements import (
@@ -251,11 +251,8 @@ class ConversationJudgementMetric(JudgeHolder):
 
     def _result(self, scored: JudgementScore, started: float, *, usage: Usage | None = None) -> MetricResult:
         info = self.judge.info
-        reasoning, score = scored.reasoning, scored.score
-        if info.heuristic and reasoning:
-            reasoning = f"[offline heuristic judge] {reasoning}"
-        if scored.status != "ok" and not reasoning:
-            reasoning = f"No score: {scored.message}" if score is None else (scored.message or "")
+        score = scored.score
+        reasoning = result_reasoning(info, scored.reasoning, scored.status, scored.message, score)
         return MetricResult(
             name=self.name,
             score=score,
