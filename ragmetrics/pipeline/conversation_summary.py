@@ -20,7 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragmetrics.pipeline.conversations import conversation_format
 from ragmetrics.pipeline.records import EvaluationResult
 
-__all__ = ["ConversationSummary", "ConversationTally", "TurnScores", "conversation_table", "turn_table"]
+__all__ = [
+    "ConversationSummary",
+    "ConversationTally",
+    "TurnScores",
+    "conversation_meta",
+    "conversation_table",
+    "turn_table",
+]
 
 
 class TurnScores(BaseModel):
@@ -72,18 +79,22 @@ def _mean(values: Sequence[float | None]) -> float | None:
 _TURN_KEYS = frozenset({"conversation_id", "turn", "message_index"})
 
 
-def _turn_meta(record: EvaluationResult) -> Mapping[str, Any]:
+def conversation_meta(record: EvaluationResult) -> Mapping[str, Any]:
     """What a record says of its conversation and turn (empty for a record of a sample row).
 
-    A turn's sample has them in its ``meta`` (with ``sources``); a refused turn or conversation in the
-    record's ``extra`` (its source row: the conversation record, or just these keys).
+    A turn's sample has them in its ``meta`` (with ``sources``), a conversation's own record its
+    ``level`` and ``conversation_id``; a refused turn has just these keys in the record's ``extra``, a
+    refused conversation its record as it came in (no ``turn``). The summary, the tables and the HTML
+    report read records through this.
     """
     if record.sample is not None:
         meta = record.sample.meta
-        whole = meta.get("level") == "conversation" and "conversation_id" in meta  # its own record
+        whole = meta.get("level") == "conversation" and isinstance(meta.get("conversation_id"), str)
         return meta if whole or _TURN_KEYS | {"sources"} <= set(meta) else {}
     extra = record.extra
-    if set(extra) <= _TURN_KEYS or conversation_format(extra) is not None:
+    if isinstance(extra.get("conversation_id"), str) and (
+        set(extra) <= _TURN_KEYS or conversation_format(extra) is not None
+    ):
         return extra
     return {}
 
@@ -100,7 +111,7 @@ class ConversationTally:
 
     def add(self, record: EvaluationResult) -> None:
         """Count one record in (a record that is not a conversation's turn is ignored)."""
-        meta = _turn_meta(record)
+        meta = conversation_meta(record)
         name = meta.get("conversation_id")
         if not isinstance(name, str):
             return
@@ -166,7 +177,7 @@ def turn_table(
     """
     rows = []
     for record in records:
-        meta = _turn_meta(record)
+        meta = conversation_meta(record)
         name = meta.get("conversation_id")
         if not isinstance(name, str) or meta.get("level") == "conversation":
             continue

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ragmetrics.pipeline.conversations import conversation_format
+from ragmetrics.pipeline.conversation_summary import conversation_meta
 from ragmetrics.pipeline.records import EvaluationResult
 
 __all__ = ["conversations", "source_of"]
@@ -29,27 +29,6 @@ def source_of(source: Any) -> list[int]:
     if found is None:
         return [-1, -1]
     return [int(found[1]), -1 if found[2] is None else int(found[2])]
-
-
-_TURN_KEYS = frozenset({"conversation_id", "turn", "message_index"})
-
-
-def _where(record: EvaluationResult) -> Mapping[str, Any]:
-    """The record's conversation keys (empty for a sample row's record), as the summary reads them.
-
-    A turn's sample has them in its ``meta`` (with ``sources``); a refused turn has just these keys in
-    its ``extra``, a refused conversation its record as it came in (no ``turn``).
-    """
-    if record.sample is not None:
-        meta = record.sample.meta
-        whole = meta.get("level") == "conversation" and isinstance(meta.get("conversation_id"), str)
-        return meta if whole or _TURN_KEYS | {"sources"} <= set(meta) else {}
-    extra = record.extra
-    if isinstance(extra.get("conversation_id"), str) and (
-        set(extra) <= _TURN_KEYS or conversation_format(extra) is not None
-    ):
-        return extra
-    return {}
 
 
 def conversations(
@@ -78,7 +57,7 @@ def conversations(
     """
     found: dict[str, list[Any]] = {}
     for pos, record in enumerate(records):
-        meta = _where(record)
+        meta = conversation_meta(record)
         if not meta:
             continue
         name = meta["conversation_id"]
