@@ -274,7 +274,7 @@ class Proxy:
                 finally:
                     conn.close()
                 entry.status, entry.seconds = status, time.perf_counter() - started
-                with contextlib.suppress(ValueError, AttributeError, TypeError, IndexError):
+                with contextlib.suppress(ValueError, AttributeError, TypeError, IndexError, KeyError):
                     reply = json.loads(data)
                     usage = reply.get("usage") or {}
                     entry.prompt_tokens = int(usage.get("prompt_tokens") or 0)

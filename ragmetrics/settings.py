@@ -29,6 +29,7 @@ __all__ = [
     "JUDGE_MODES",
     "JudgeSettings",
     "JUDGE_OPTION_VARIABLES",
+    "SERVER_KINDS",
     "api_key_for",
     "missing_key_message",
     "aws_region",
@@ -138,6 +139,10 @@ def _type_problem(name: str, value: object, kind: type) -> str | None:
 JUDGE_MODES = ("auto", "tools", "json_schema", "json_object_schema", "json")
 """The structured-output modes of :attr:`JudgeSettings.mode`."""
 
+SERVER_KINDS = ("auto", "openai", "llama-cpp-python", "llama.cpp", "ollama", "vllm", "lmstudio")
+"""The server kinds of :attr:`JudgeSettings.server`: ``auto`` detects, ``openai`` is a hosted API (or
+a gateway in front of one), the rest are local servers (see :mod:`ragmetrics.judge.local`)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JudgeSettings:
@@ -169,6 +174,12 @@ class JudgeSettings:
     ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server). ``json``: plain JSON mode,
     the schema only in the prompt. ``auto`` starts with tools and, when a server rejects a form with
     HTTP 400/422, moves to the next in that order, remembering per server what worked."""
+    server: Literal["auto", "openai", "llama-cpp-python", "llama.cpp", "ollama", "vllm", "lmstudio"] = "auto"
+    """What serves an OpenAI-compatible judge. A local server (every kind but ``openai``) gets the schema
+    in the form it enforces while decoding, a schema whose strings and lists are bounded, ``max_tokens``
+    sized from the request, one retry with room after a cut reply and no re-send after a timeout
+    (:mod:`ragmetrics.judge.local`). ``auto`` asks a custom ``base_url``'s ``GET /models`` once (not a
+    judge call) and reads the kind from its answer; a hosted API or an unknown answer is ``openai``."""
     requests_per_minute: float | None = None
     """Optional cap on requests started per minute (a token bucket; not part of the cache key)."""
     tokens_per_minute: float | None = None
@@ -195,6 +206,10 @@ class JudgeSettings:
             (
                 self.mode in JUDGE_MODES,
                 f"mode must be one of {', '.join(JUDGE_MODES)} (got {self.mode!r})",
+            ),
+            (
+                self.server in SERVER_KINDS,
+                f"server must be one of {', '.join(SERVER_KINDS)} (got {self.server!r})",
             ),
             (
                 self.requests_per_minute is None or self.requests_per_minute > 0,

@@ -136,6 +136,7 @@ class FakeLLMServer(Serving):
         self._latency: float | tuple[float, float] = 0.0
         self._latency_rng = random.Random(self._seed)
         self._requests: list[FakeRequest] = []
+        self._probes: list[FakeRequest] = []
         self._calls: Counter[str] = Counter()
         self._prompt_tokens = 0
         self._completion_tokens = 0
@@ -389,6 +390,16 @@ class FakeLLMServer(Serving):
         """The requests received since the last reset, in arrival order (a copy)."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def probes(self) -> list[FakeRequest]:
+        """The server-kind probes received since the last reset (a copy), kept out of ``requests``.
+
+        A judge at a custom base URL asks ``GET /models`` once, with the header
+        ``x-ragmetrics-probe: server-kind`` (:mod:`ragmetrics.judge.local`); it is no model call.
+        """
+        with self._lock:
+            return list(self._probes)
 
     @property
     def calls(self) -> Counter[str]:

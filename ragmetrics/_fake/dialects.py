@@ -5,18 +5,19 @@
 ``json_schema`` fails with HTTP 500 (``Input should be 'text' or 'json_object'``);
 ``{"type": "json_object", "schema": ...}`` is accepted; ``tools`` get a tool call only when
 ``tool_choice`` names one (a missing one is HTTP 500), otherwise plain content; there is no
-``/v1/messages`` route (HTTP 404).
+``/v1/messages`` route (HTTP 404); ``GET /v1/models`` lists ``owned_by: "me"`` with empty
+``permissions``, as llama-cpp-python does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ragmetrics._fake.wire import Call
 
-__all__ = ["DIALECTS", "Rejection", "adapt", "reject"]
+__all__ = ["DIALECTS", "Rejection", "adapt", "llama_models", "reject"]
 
 DIALECTS = ("openai", "llama-cpp")
 """The dialects a ``FakeLLMServer`` can speak."""
@@ -31,6 +32,14 @@ class Rejection:
 
     status: int
     body: Mapping[str, Any]
+
+
+def llama_models(models: Sequence[str]) -> dict[str, Any]:
+    """``GET /v1/models`` as llama-cpp-python's server answers it."""
+    return {
+        "object": "list",
+        "data": [{"id": m, "object": "model", "owned_by": "me", "permissions": []} for m in models],
+    }
 
 
 def _llama_error(message: str) -> Rejection:

@@ -11,6 +11,7 @@ from ragmetrics._fake.anthropic_wire import (
     anthropic_models,
     read_anthropic,
 )
+from ragmetrics._fake.dialects import llama_models
 from ragmetrics._fake.openai_wire import openai_completion, openai_error, openai_models, read_openai
 from ragmetrics._fake.wire import Answer, Call
 
@@ -32,6 +33,8 @@ def error_body(endpoint: str, status: int, message: str) -> dict[str, Any]:
     return anthropic_error(status, message) if endpoint == "messages" else openai_error(status, message)
 
 
-def models_body(models: Sequence[str], *, anthropic: bool) -> dict[str, Any]:
-    """A model listing in the OpenAI shape, or the Anthropic one when ``anthropic`` is true."""
-    return anthropic_models(models) if anthropic else openai_models(models)
+def models_body(models: Sequence[str], *, anthropic: bool, dialect: str = "openai") -> dict[str, Any]:
+    """A model listing in the OpenAI shape, the Anthropic one when ``anthropic`` is true, or the dialect's."""
+    if anthropic:
+        return anthropic_models(models)
+    return llama_models(models) if dialect == "llama-cpp" else openai_models(models)

@@ -51,6 +51,10 @@ class FakeReply:
             count its estimate.
         trickle: Send the response (status line, headers and body) at this many bytes per second,
             so that no single read times out while the reply takes as long as it likes.
+        ramble: Answer as a small local model that rambles: JSON whose first string never ends,
+            running to the request's ``max_tokens`` (2048 when it names none) and cut there, with
+            ``finish_reason="length"`` (``"tool_calls"`` for a tool call in the ``llama-cpp`` dialect,
+            as llama-cpp-python 0.3.x says); the same reply to the same request, as at temperature 0.
     """
 
     json: Any = None
@@ -68,10 +72,13 @@ class FakeReply:
     body: str | bytes | None = None
     usage: Mapping[str, Any] | None = None
     trickle: float | None = None
+    ramble: bool = False
 
     def __post_init__(self) -> None:
         if self.json is not None and self.content is not None:
             raise ConfigError("FakeReply takes json or content, not both")
+        if self.ramble and (self.json is not None or self.content is not None or self.body is not None):
+            raise ConfigError("FakeReply(ramble=True) writes its own reply: give no json, content or body")
         check_int(self.status, "status", "FakeReply", minimum=200, maximum=599)
         check_number(self.delay, "delay", "FakeReply", low=0, expected="a number of seconds >= 0")
         if self.hang and self.drop:

@@ -31,10 +31,12 @@ from ragmetrics._fake.tasks import TASKS, Answerer, Task, task_for
 from ragmetrics._fake.transport import Handler
 from ragmetrics._fake.wire import Answer, Call, broken_json, dumps
 from ragmetrics.errors import ConfigError
-from ragmetrics.text import tokens_for_chars
+from ragmetrics.text import CHARS_PER_TOKEN, tokens_for_chars
 
 __all__ = ["ENDPOINTS", "NoAnswerError", "Serving"]
 
+PROBE_HEADER = "x-ragmetrics-probe"
+"""The header of ragmetrics' server-kind probe: such a request is recorded in ``probes``, not ``requests``."""
 _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
 _REDACTED = "[redacted]"
 
@@ -62,6 +64,7 @@ class Serving:
     _latency: float | tuple[float, float]
     _latency_rng: random.Random
     _requests: list[FakeRequest]
+    _probes: list[FakeRequest]
     _calls: Counter[str]
     _prompt_tokens: int
     _completion_tokens: int
@@ -245,7 +248,11 @@ class Serving:
         if endpoint == "models":
             handler.send(
                 reply.status,
-                dumps(models_body(self._models, anthropic="anthropic-version" in request.headers)),
+                dumps(
+                    models_body(
+                        self._models, anthropic="anthropic-version" in request.headers, dialect=self._dialect
+                    )
+                ),
             )
             return
         if endpoint == "embeddings":
@@ -268,6 +275,7 @@ class Serving:
         except NoAnswerError as exc:
             return 400, error_body(endpoint, 400, str(exc))
         completion_tokens = tokens_for_chars(len(text))
+        llama_tool = call.mode == "tools"  # llama-cpp-python 0.3.x says "tool_calls" even when cut
         with self._lock:
             self._prompt_tokens += request.prompt_tokens
             self._completion_tokens += completion_tokens
@@ -277,7 +285,7 @@ class Serving:
             text=text,
             value=value,
             raw_content=raw_content,
-            truncated=reply.truncate,
+            truncated=reply.truncate or (reply.ramble and not (self._dialect == "llama-cpp" and llama_tool)),
             prompt_tokens=request.prompt_tokens,
             completion_tokens=completion_tokens,
             seq=request.index,
@@ -322,8 +330,9 @@ class Serving:
         """
         chosen: FakeReply | Callable[[FakeRequest], FakeReply] | None = None
         source: Source = "dialect"
+        probe = request.headers.get(PROBE_HEADER) is not None
         with self._lock:
-            request = replace(request, index=len(self._requests))
+            request = replace(request, index=len(self._probes if probe else self._requests))
             if rejection is None:
                 chosen, source = self._choose(request)
             latency = self._latency
@@ -339,7 +348,7 @@ class Serving:
                     )
             reply = chosen if chosen is not None else FakeReply()
             request = replace(request, source=source, reply=chosen)
-            self._requests.append(request)
+            (self._probes if probe else self._requests).append(request)
         return request, reply, latency + reply.delay
 
     def _choose(
@@ -361,6 +370,11 @@ class Serving:
 
     def _answer_text(self, request: FakeRequest, call: Call, reply: FakeReply) -> tuple[Any, str, bool]:
         """The answer as (JSON value or None, its text, whether it is raw content)."""
+        if reply.ramble:
+            limit = request.body.get("max_tokens")
+            limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else 2048
+            opening = '{"claims": [{"text": "'
+            return None, (opening + "and the " * limit)[: limit * CHARS_PER_TOKEN], False
         if reply.content is not None:
             text = reply.content
             return None, (text[: len(text) // 2] if reply.truncate else text), True

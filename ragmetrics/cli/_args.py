@@ -229,6 +229,8 @@ def judge_options(args: argparse.Namespace) -> dict[str, Any]:
         options["max_attempts"] = args.max_attempts
     if args.timeout is not None:
         options["timeout_s"] = args.timeout
+    if getattr(args, "judge_server", None):
+        options["server"] = args.judge_server
     return options
 
 

@@ -20,6 +20,7 @@ from ragmetrics.cli._args import (
 )
 from ragmetrics.cli._eval_gates import MetricValues, metric_values
 from ragmetrics.cli.trace_flags import add_trace_flags
+from ragmetrics.settings import SERVER_KINDS
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -165,6 +166,21 @@ def _request_flags(parser: argparse.ArgumentParser) -> None:
         type=positive_float,
         metavar="SECONDS",
         help="seconds to wait for each judge reply (default 60; raise it for slow local models)",
+    )
+    parser.add_argument(
+        "--sample-timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        help="wall time per sample, all its metrics and calls: past it, what is unfinished ends with "
+        "status timeout (its calls counted) and the run goes on (default: none)",
+    )
+    parser.add_argument(
+        "--judge-server",
+        choices=SERVER_KINDS,
+        metavar="KIND",
+        help="what serves an OpenAI-compatible judge: openai (a hosted API), or a local llama-cpp-python, "
+        "llama.cpp, ollama, vllm or lmstudio server, which gets a schema it enforces while decoding and "
+        "bounded replies (default auto: asked of the server's GET /models)",
     )
 
 

@@ -176,6 +176,7 @@ def _run(args: argparse.Namespace, metrics: list[Any], data: Any, batch: Any) ->
             batch=batch if batch is not None else False,
             judge_health_min=None if args.no_judge_gate else judge_health_min(args),
             canaries=args.canaries,
+            timeout_per_sample_s=args.sample_timeout,
             **turn_options(args),
         )
         return pipeline.run(data)

@@ -11,10 +11,12 @@ verdict; a judge that gives no reply gets no verdict.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragmetrics.judge.cache import CachingJudge
+from ragmetrics.judge.retry import Failure
 from ragmetrics.pipeline.canary_draw import CanaryDraw, CanaryProbe, bundled_draw, canary_data, probe_verdicts
 from ragmetrics.sample import Sample
 from ragmetrics.score import Usage
@@ -26,6 +28,7 @@ __all__ = [
     "canary_data",
     "canary_message",
     "canary_sample",
+    "halt_local_judges",
     "run_canaries",
 ]
 
@@ -55,6 +58,8 @@ class CanaryResult(BaseModel):
     """False: the judge gave no reply (timeout, refused key, server error), so no verdict either way."""
     source: str = "bundled"
     """Where the canary came from: ``drawn from the run's rows``, or ``bundled (<why>)``."""
+    status: str | None = None
+    """The canary's result status when it got no score (``truncated``, ``judge_output_invalid``, ...)."""
 
     @property
     def failed(self) -> bool:
@@ -74,7 +79,25 @@ class CanaryResult(BaseModel):
             message=str(exc)[:300],
             answered=getattr(exc, "status", None) not in NO_REPLY,
             source=draw.source,
+            status=getattr(exc, "status", None),
         )
+
+    def observed(self) -> str:
+        """What the judge did wrong, in a user's words: rambling, invalid output, unread inputs, ..."""
+        message = (self.message or "").lower()
+        if self.status == "truncated":
+            return "it rambles: its replies ran to the token limit without closing the JSON"
+        if self.status == "timeout":
+            return "it gave no reply within the timeout"
+        if not self.answered:
+            return "it gave no reply"
+        if self.status == "judge_output_invalid" and "is not reading" in message:
+            return "it does not read its inputs: the claims it extracted are not in the answer it was given"
+        if self.status == "judge_output_invalid":
+            return "its replies do not follow the schema (invalid JSON, missing or wrong fields)"
+        if any(p.got is None for p in self.probes):
+            return "it missed plain sentences of the answer (claims not extracted)"
+        return "it gave wrong verdicts on plainly supported, contradicted and unrelated sentences"
 
     def describe(self) -> str:
         """``passed 3/3 (supported, contradicted, unrelated), 2 calls``."""
@@ -118,15 +141,53 @@ async def run_canaries(judges: Sequence[CachingJudge], draw: CanaryDraw | None =
                 message=result.message if result.score is None else None,
                 answered=result.status not in NO_REPLY,
                 source=draw.source,
+                status=result.status if result.score is None else None,
             )
         )
     return out
 
 
+def halt_local_judges(judges: Sequence[CachingJudge], results: Sequence[CanaryResult]) -> list[Any]:
+    """Stop the run's calls to each local judge that did not pass its canaries; the judges halted.
+
+    A local judge pays for a dataset in time: one that cannot follow the schema or read its inputs is
+    named after the canaries (within a minute or so) instead of after hours of the dataset. Each later
+    call to it fails at once, sending nothing, with status ``judge_untrusted`` and what was observed;
+    the run lifts the halt when it ends (a judge may serve later runs).
+    """
+    halted = []
+    for judge, result in zip(judges, results, strict=True):
+        inner: Any = judge
+        while not hasattr(inner, "halt") and hasattr(inner, "inner"):
+            inner = inner.inner
+        if result.passed or not getattr(inner, "local", False):
+            continue
+        inner.halt(
+            Failure(
+                status="judge_untrusted",
+                transient=False,
+                message=f"not sent: the local judge {result.judge} did not pass the run's canaries "
+                f"({result.observed()}; {result.describe()}), so the run does not spend its time on it",
+                hint=LOCAL_HINT,
+            )
+        )
+        halted.append(inner)
+    return halted
+
+
+LOCAL_HINT = (
+    "use a larger model (models of SmolLM2-135M's size only fill the schema); name the server kind "
+    "(--judge-server, server=) if it was not detected, so its schema mode constrains the replies; "
+    "--no-canaries or --no-judge-gate scores with it anyway"
+)
+"""What to try when a local judge does not pass its canaries."""
+
+
 def canary_message(failing: Iterable[CanaryResult]) -> str:
     """One line per judge that failed its canaries, naming what it got wrong and what to check."""
     return "\n".join(
-        f"the judge {r.judge} failed its canaries (known-answer probes): {r.describe()}. A judge that "
+        f"the judge {r.judge} failed its canaries (known-answer probes): {r.observed()}; {r.describe()}. "
+        "A judge that "
         "gets a plainly supported, contradicted or unrelated claim wrong does not judge the dataset "
         "either. Check the model name and base URL and that the model follows instructions; "
         "--no-canaries skips the probes, --no-judge-gate keeps the run's exit code."

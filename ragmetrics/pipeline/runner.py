@@ -395,6 +395,7 @@ class EvaluationPipeline:
         cap = metering.CallCap(self.max_calls) if self.max_calls is not None else None
 
         probe: asyncio.Future[None] | None = None
+        halted: list[Any] = []  # local judges that did not pass their canaries, halted for this run
 
         async def canaries_first(row: Row) -> None:
             """The known-answer probes, once, before the first row that can call a judge.
@@ -408,7 +409,7 @@ class EvaluationPipeline:
                 return
             if probe is None:  # created in this worker's context: the probes count on the cap too
                 draw = draw_canary(_canary_samples(ds, row, executor))
-                probe = asyncio.ensure_future(self._canaries(judges, builder, state, draw))
+                probe = asyncio.ensure_future(self._canaries(judges, builder, state, draw, halted))
             await asyncio.shield(probe)
 
         async def one_row(row: Row) -> tuple[EvaluationResult, Any]:
@@ -450,22 +451,33 @@ class EvaluationPipeline:
                 probe.cancel()
             await asyncio.gather(beat, *([probe] if probe is not None else []), return_exceptions=True)
             state.progress.close()
+            for judge in halted:  # a judge may serve later runs: its halt was this run's
+                judge.halt(None)
             await asyncio.shield(self._close_judges(judges))
         if finished:
             ids.warn()
             await self._emit(PipelineEvent(kind="end", done=state.done, total=total, stats=state.stats()))
 
-    @staticmethod
     async def _canaries(
-        judges: Sequence[CachingJudge], builder: ReportBuilder, state: RunState, draw: CanaryDraw
+        self,
+        judges: Sequence[CachingJudge],
+        builder: ReportBuilder,
+        state: RunState,
+        draw: CanaryDraw,
+        halted: list[Any],
     ) -> None:
-        """The known-answer probes: results and usage to the summary and the budget's spend, not a record."""
-        from ragmetrics.pipeline.canaries import run_canaries
+        """The known-answer probes: results and usage to the summary and the budget's spend, not a record.
+
+        With the judge gate on, a local judge that does not pass them is halted for the run.
+        """
+        from ragmetrics.pipeline.canaries import halt_local_judges, run_canaries
 
         builder.canaries = await run_canaries(judges, draw)
         for result in builder.canaries:
             builder.usage = builder.usage + result.usage
         state.spent += sum(c.usage.cost_usd for c in builder.canaries)
+        if self.judge_health_min is not None:
+            halted.extend(halt_local_judges(judges, builder.canaries))
 
     @staticmethod
     async def _heartbeat(state: RunState) -> None:

@@ -251,9 +251,12 @@ def llama_cpp(dummy_keys) -> Iterator[FakeLLMServer]:
 
 
 async def test_llama_cpp_dialect_auto_mode_lands_on_json_object_schema(llama_cpp: FakeLLMServer) -> None:
-    # llama-cpp-python takes a named tool too; refuse it here to walk the whole chain on its real errors
+    # llama-cpp-python takes a named tool too; refuse it here to walk the whole chain on its real errors.
+    # server="openai": a server not known to be local (detected, it gets json_object_schema at once)
     llama_cpp.on(lambda r: "tools" in r.body, FakeReply(status=400, message="tools are not supported"))
-    metric = FaithfulnessMetric(llm=f"openai:smollm2@{llama_cpp.openai_base_url}", cache=False, **FAST)
+    metric = FaithfulnessMetric(
+        llm=f"openai:smollm2@{llama_cpp.openai_base_url}", cache=False, server="openai", **FAST
+    )
     first = await metric.evaluate(question=Q, answer=A, contexts=CONTEXTS)
     second = await metric.evaluate(question="Where is Lyon?", answer="Lyon is in France.", contexts=CONTEXTS)
     await metric.judge.aclose()
@@ -275,7 +278,10 @@ def test_a_forced_form_the_server_refuses_fails_at_once_with_a_hint(llama_cpp: F
 
 
 def test_llama_cpp_dialect_takes_the_strict_named_tool_first(llama_cpp: FakeLLMServer) -> None:
-    metric = FaithfulnessMetric(llm=f"openai:smollm2@{llama_cpp.openai_base_url}", cache=False, **FAST)
+    # not known to be local (server="openai"): auto mode starts with the tool, which llama-cpp-python takes
+    metric = FaithfulnessMetric(
+        llm=f"openai:smollm2@{llama_cpp.openai_base_url}", cache=False, server="openai", **FAST
+    )
     result = metric.evaluate_sync(question=Q, answer=A, contexts=CONTEXTS)
     assert result.status == "ok" and result.usage.calls == 2, result.message
     assert [r.mode for r in llama_cpp.requests] == ["tools", "tools"]

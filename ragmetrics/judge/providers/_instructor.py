@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ragmetrics.errors import redact
 from ragmetrics.judge.providers._deadline import deadline_message
@@ -27,6 +27,7 @@ __all__ = [
     "prepared",
     "reask_policy",
     "total_tokens",
+    "used_all",
 ]
 
 
@@ -49,13 +50,27 @@ def _parse_errors() -> tuple[type[BaseException], ...]:
     return (ValidationError, json.JSONDecodeError, ResponseParsingError)
 
 
-def reask_policy(reasks: int) -> AsyncRetrying:
-    """A fresh re-ask policy: ``reasks`` more attempts after invalid output, no waiting."""
-    return AsyncRetrying(
-        stop=stop_after_attempt(reasks + 1),
-        retry=retry_if_exception_type(_parse_errors()),
-        reraise=True,
-    )
+def reask_policy(reasks: int, cut: Callable[[], bool] | None = None) -> AsyncRetrying:
+    """A fresh re-ask policy: ``reasks`` more attempts after invalid output, no waiting.
+
+    ``cut`` says whether the last reply used its whole completion limit: a re-ask at the same limit
+    cannot help it (it would be cut again), so none is sent and the adapter retries with more room.
+    """
+    errors = _parse_errors()
+
+    def reask(exc: BaseException) -> bool:
+        return isinstance(exc, errors) and not (cut is not None and cut())
+
+    return AsyncRetrying(stop=stop_after_attempt(reasks + 1), retry=retry_if_exception(reask), reraise=True)
+
+
+def used_all(completion: Any, max_tokens: int) -> bool:
+    """Whether a reply used its whole completion limit (cut off, whatever its finish reason says)."""
+    usage = getattr(completion, "usage", None)
+    used = getattr(usage, "completion_tokens", None)
+    if used is None:
+        used = getattr(usage, "output_tokens", None)
+    return isinstance(used, int) and used >= max_tokens
 
 
 def total_tokens(value: Any, fallback: Any) -> tuple[int, int]:
@@ -171,11 +186,7 @@ def hit_token_limit(exc: BaseException, max_tokens: int) -> bool:
     (llama-cpp-python 0.3.x hard-codes it), so truncation shows only as invalid JSON; a reply that
     spent every token it was allowed is treated as truncated and retried with more room.
     """
-    usage = getattr(getattr(exc, "last_completion", None), "usage", None)
-    used = getattr(usage, "completion_tokens", None)
-    if used is None:
-        used = getattr(usage, "output_tokens", None)
-    return isinstance(used, int) and used >= max_tokens
+    return used_all(getattr(exc, "last_completion", None), max_tokens)
 
 
 def _problems(exc: BaseException | None) -> list[str]:

@@ -121,6 +121,11 @@ class ProviderJudge(ABC):
         self.prices = prices if prices is not None else load_prices()
         self.retries = 0
         """Transient failures retried so far (all requests)."""
+        self.local = False
+        """Whether the judge talks to a local server (set by adapters that detect or are told so)."""
+        self.halted: Failure | None = None
+        """Set while a run has halted this judge (a local judge that failed its canaries): every
+        call fails at once with it, sending nothing."""
         self.breaker = DeadJudgeBreaker()
         """Fails calls at once when the judge is unreachable or refuses the key (see judge/breaker.py)."""
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, bool]] = (
@@ -166,6 +171,31 @@ class ProviderJudge(ABC):
     @abstractmethod
     def _classify(self, exc: BaseException) -> Failure | None:
         """Map an SDK/instructor exception to a Failure; None means 'not ours, re-raise'."""
+
+    def halt(self, failure: Failure | None) -> None:
+        """Fail every later call at once with ``failure`` (None: lift the halt)."""
+        self.halted = failure
+
+    async def _reply_bound(self, request: JudgeRequest[BaseModel]) -> int | None:
+        """Completion tokens a reply to ``request`` can need, on a local server; None elsewhere.
+
+        A judge with a bound starts there and retries a cut reply once with twice the room (up to
+        ``max_tokens_cap``); a second cut fails the call as rambling (:mod:`ragmetrics.judge.local`).
+        """
+        return None
+
+    def _local_failure(self, failure: Failure) -> Failure:
+        """``failure`` as a local server's: a timeout is not re-sent (the server is still computing it)."""
+        if failure.status != "timeout" or not self.local:
+            return failure
+        return dataclasses.replace(
+            failure,
+            transient=False,
+            message=f"{failure.message}; not re-sent: a local server goes on computing an abandoned "
+            "request, so the same request would queue behind it and take as long again",
+            hint="raise timeout_s, lower max_concurrency (a local server answers one request at a "
+            "time), or use a faster model",
+        )
 
     # -- the shared machinery ---------------------------------------------------------------------
     def _client(self) -> Any:
@@ -283,12 +313,16 @@ class ProviderJudge(ABC):
     ) -> tuple[CallOutcome, int]:
         """The truncation loop around :meth:`_with_retries`; returns the outcome and the loop's call count."""
         max_tokens = request.max_tokens or self.settings.max_tokens
+        bound = await self._reply_bound(request)  # a local server's: one retry with room, no more
+        first = max_tokens = max_tokens if bound is None else max(16, min(max_tokens, bound))
         calls = 0
         while True:
             try:
                 outcome, used = await self._with_retries(request, max_tokens, meter)
             except _Truncated as exc:
                 calls += 1
+                if bound is not None and max_tokens > first:
+                    raise self._error(_rambling(first, max_tokens), calls) from None
                 if max_tokens >= self.settings.max_tokens_cap:
                     raise self._error(
                         Failure(
@@ -321,7 +355,7 @@ class ProviderJudge(ABC):
                 with attempt:
                     attempt_no = attempt.retry_state.attempt_number
                     await self.limiter.acquire()
-                    refused = self.breaker.check() or _cap_refusal()
+                    refused = self.halted or self.breaker.check() or _cap_refusal()
                     if (
                         refused is not None
                     ):  # a dead judge, or max_calls reached: fail at once, sending nothing
@@ -345,7 +379,7 @@ class ProviderJudge(ABC):
                         raise
                     except asyncio.TimeoutError as exc:
                         self.limiter.on_rate_limited()  # a server too slow to answer is overloaded too
-                        raise TransientFailure(
+                        backstop = self._local_failure(
                             Failure(
                                 status="timeout",
                                 transient=True,
@@ -354,13 +388,17 @@ class ProviderJudge(ABC):
                                 f"{self.settings.reasks + 1} attempts, re-asks included)",
                                 min_wait_s=self.settings.timeout_s / 4,
                             )
-                        ) from exc
+                        )
+                        if not backstop.transient:
+                            raise self._error(backstop, attempt_no) from exc
+                        raise TransientFailure(backstop) from exc
                     except Exception as exc:
                         if _refused_by_cap(exc):  # the cap filled as this attempt left: it was not sent
                             raise self._error(_cap_failure(metering.current_cap()), attempt_no - 1) from exc
                         failure = self._classify(exc)
                         if failure is None:
                             raise
+                        failure = self._local_failure(failure)
                         self.breaker.on_failure(failure)
                         if failure.transient and self.breaker.tripped:  # dead: no more retries
                             raise self._error(self.breaker.check() or failure, attempt_no) from exc
@@ -392,6 +430,18 @@ class ProviderJudge(ABC):
         except TransientFailure as exc:
             raise self._error(exc.failure, attempt_no) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _rambling(first: int, last: int) -> Failure:
+    """The failure of a local judge whose reply was cut at its bound and again at twice the bound."""
+    return Failure(
+        status="truncated",
+        transient=False,
+        message=f"the judge rambles: its reply ran to the token limit at {first} tokens (what a reply "
+        f"to this request can need) and again at {last}; not sent a third time",
+        hint="use a larger model, or set max_tokens_cap higher and server='openai' to lift the bound "
+        "on a local server's replies",
+    )
 
 
 def _refused_by_cap(exc: BaseException) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ragmetrics.judge.schema import strict_schema
 
-__all__ = ["FORMS", "next_form", "weaker", "wire_body"]
+__all__ = ["FORMS", "next_form", "weaker", "wire_body", "wire_schema"]
 
 FORMS: Mapping[str, str] = {
     "tools": "TOOLS",
@@ -63,18 +63,24 @@ def _schema(model: Any) -> dict[str, Any]:
     return strict_schema(model.model_json_schema())  # its title names the task in forms with no name
 
 
-def wire_body(form: str, model: Any) -> dict[str, Any]:
-    """The ``extra_body`` that puts ``model``'s schema on the wire in ``form`` ({} for plain JSON)."""
+def wire_schema(model: Any) -> dict[str, Any]:
+    """``model``'s schema as strict structured output takes it (shared: copy before changing it)."""
+    return _schema(model)
+
+
+def wire_body(form: str, model: Any, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``extra_body`` putting ``model``'s schema (or ``schema``) on the wire in ``form`` ({}: JSON)."""
     name = model.__name__
+    schema = _schema(model) if schema is None else schema
     if form == "tools":
-        tool = {"name": name, "parameters": _schema(model), "strict": True}
+        tool = {"name": name, "parameters": schema, "strict": True}
         return {
             "tools": [{"type": "function", "function": tool}],
             "tool_choice": {"type": "function", "function": {"name": name}},
         }
     if form == "json_schema":
-        spec = {"name": name, "schema": _schema(model), "strict": True}
+        spec = {"name": name, "schema": schema, "strict": True}
         return {"response_format": {"type": "json_schema", "json_schema": spec}}
     if form == "json_object_schema":
-        return {"response_format": {"type": "json_object", "schema": _schema(model)}}
+        return {"response_format": {"type": "json_object", "schema": schema}}
     return {}

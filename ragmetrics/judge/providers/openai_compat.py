@@ -12,7 +12,9 @@ instructor, which would render sample text as a Jinja2 template.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -20,9 +22,24 @@ from pydantic import BaseModel
 
 from ragmetrics.judge import metering
 from ragmetrics.judge.base import JudgeRequest
-from ragmetrics.judge.providers._instructor import classify_call_error, prepared, reask_policy, total_tokens
+from ragmetrics.judge.local import (
+    LOCAL_FORMS,
+    LOCAL_IN_FLIGHT,
+    bounded_schema,
+    data_chars,
+    is_local,
+    reply_budget,
+)
+from ragmetrics.judge.providers._instructor import (
+    classify_call_error,
+    prepared,
+    reask_policy,
+    total_tokens,
+    used_all,
+)
 from ragmetrics.judge.providers._provider import CallOutcome, ProviderJudge
-from ragmetrics.judge.providers._wire_forms import FORMS, next_form, weaker, wire_body
+from ragmetrics.judge.providers._servers import detect_kind
+from ragmetrics.judge.providers._wire_forms import FORMS, next_form, weaker, wire_body, wire_schema
 from ragmetrics.judge.retry import Failure
 from ragmetrics.settings import KEY_VARIABLES, JudgeSettings, azure_api_version
 
@@ -49,9 +66,51 @@ class OpenAIJudge(ProviderJudge):
         """The wire forms this judge's server has answered."""
         self._shape_forms: OrderedDict[tuple[Any, ...], str] = OrderedDict()
         """A shape's own form, after the server refused its schema in a form it takes for others."""
+        self._probe_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._kind: str | None = _known_kind(settings)
+        """The server kind (:data:`ragmetrics.settings.SERVER_KINDS`); None until detected."""
+        if self._kind is not None:
+            self._take_kind(self._kind)
 
     def __repr__(self) -> str:  # never shows the key
-        return f"OpenAIJudge({self.info.spec!r}, mode={self._mode!r})"
+        return f"OpenAIJudge({self.info.spec!r}, mode={self._mode!r}, server={self._kind or 'auto'!r})"
+
+    @property
+    def server_kind(self) -> str | None:
+        """What serves this judge (``openai`` or a local kind); None until the first call detects it."""
+        return self._kind
+
+    def _take_kind(self, kind: str) -> None:
+        """Use what ``kind`` of server enforces: its constrained form (auto mode) and local bounds."""
+        self._kind = kind
+        self.local = is_local(kind)
+        if self.local and self.settings.mode == "auto":
+            self._mode = weaker(self._mode, LOCAL_FORMS[kind])
+        if self.local and kind != "vllm":  # it decodes one or a few at a time: the rest would queue
+            self.limiter.limit = min(self.limiter.limit, LOCAL_IN_FLIGHT)
+
+    async def _server(self) -> str:
+        """The server kind, asking ``GET /models`` once when it is neither named nor obvious."""
+        if self._kind is None:
+            loop = asyncio.get_running_loop()
+            lock = self._probe_locks.setdefault(loop, asyncio.Lock())
+            async with lock:  # concurrent first calls wait for one probe
+                if self._kind is None:
+                    kind = await detect_kind(
+                        self.settings.base_url or "", self._key(), timeout_s=min(5.0, self.settings.timeout_s)
+                    )
+                    self._take_kind(kind)
+                    if self.local:
+                        log.info("%s: a %s server; schemas go as %s", self.info.spec, kind, self._mode)
+        return self._kind or "openai"
+
+    async def _reply_bound(self, request: JudgeRequest[BaseModel]) -> int | None:
+        if not is_local(await self._server()):
+            return None
+        total, _, _ = data_chars(request.variables, (m.content for m in request.messages if m.role == "user"))
+        return reply_budget(wire_schema(prepared(request.response_model)), total)
 
     def _make_client(self) -> Any:
         import openai
@@ -81,10 +140,20 @@ class OpenAIJudge(ProviderJudge):
         extra: dict[str, Any] = {}
         if self.settings.seed is not None:
             extra["seed"] = self.settings.seed
-        body = wire_body(form, model)
+        schema = None
+        if self.local:  # strings and lists bounded, so the server's grammar cannot ramble
+            _, longest, words = data_chars(
+                request.variables, (m.content for m in request.messages if m.role == "user")
+            )
+            schema = bounded_schema(wire_schema(model), longest=longest, words=words)
+        body = wire_body(form, model, schema)
         if body:
             extra["extra_body"] = body
-        policy = reask_policy(self.settings.reasks)
+        replies: list[Any] = []  # the replies instructor got: a cut one is not re-asked
+        wrapped.on("completion:response", replies.append)
+        policy = reask_policy(
+            self.settings.reasks, lambda: bool(replies) and used_all(replies[-1], max_tokens)
+        )
         try:
             value, completion = await wrapped.chat.completions.create_with_completion(
                 model=self.settings.model,
@@ -103,7 +172,8 @@ class OpenAIJudge(ProviderJudge):
             raise
         self._accepted.add(form)
         meter = metering.current()
-        if meter is not None and self.settings.mode == "auto" and form != "tools":
+        start = LOCAL_FORMS.get(self._kind or "", "tools")
+        if meter is not None and self.settings.mode == "auto" and weaker(form, start) != start:
             meter.downgraded = 1
         prompt, completion_tokens = total_tokens(value, completion)
         attempts = int(policy.statistics.get("attempt_number", 1))
@@ -164,6 +234,15 @@ class OpenAIJudge(ProviderJudge):
             },
             text=_error_text,
         )
+
+
+def _known_kind(settings: JudgeSettings) -> str | None:
+    """The server kind known without asking: named, or a hosted API (no custom base URL)."""
+    if settings.server != "auto":
+        return settings.server
+    if settings.provider != "openai" or not settings.base_url:
+        return "openai"
+    return None
 
 
 def _shape(model: type[Any]) -> tuple[Any, ...]:
