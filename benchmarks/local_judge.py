@@ -78,19 +78,25 @@ def run(args: argparse.Namespace, python: str, model: str, work: Path) -> dict[s
             seconds = time.perf_counter() - started
     calls = proxy.completions()
     statuses: dict[str, dict[str, str]] = {}
+    accounted = 0
     if records.exists():
         for line in records.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
-            statuses[record["id"]] = {k: v["status"] for k, v in record.get("results", {}).items()}
+            row = {k: v["status"] for k, v in record.get("results", {}).items()}
+            row.update({e["metric"]: e["status"] for e in record.get("errors", []) if e.get("metric")})
+            statuses[record["id"]] = row
+            accounted += int((record.get("usage") or {}).get("calls") or 0)
     try:
         summary = json.loads(stdout)
     except ValueError:
         summary = {}
+    accounted += sum(int(c["usage"]["calls"]) for c in summary.get("canaries") or [])
     return {
         "wall_s": round(seconds, 1),
         "exit_code": exit_code,
         "stopped_at_wall_limit": exit_code is None,
         "calls": len(calls),
+        "calls_accounted": accounted,
         "identical_resends": sum(c.resend for c in calls),
         "cut_at_max_tokens": sum(c.cut for c in calls),
         "completion_tokens": [c.completion_tokens for c in calls],
