@@ -10,30 +10,17 @@ with ``pytest -m local_model``. It runs ``benchmarks/local_judge.py``'s own meas
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.benchmarks import BENCHMARKS, load_benchmark
+
 THREE_MINUTES = 180.0
 
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-llama = _load("llama_local")
-bench = _load("local_judge")
-PYTHON = llama.llama_python()
-MODEL = llama.model_path(PYTHON) if PYTHON else None
+bench = load_benchmark("local_judge")
+PYTHON = bench.llama_python()
+MODEL = bench.model_path(PYTHON) if PYTHON else None
 
 pytestmark = [
     pytest.mark.local_model,
