@@ -8,6 +8,7 @@ or answers something else is taken for a hosted API (``openai``), as before dete
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 
@@ -24,13 +25,19 @@ MODELS_BODY_MAX_BYTES = 1_000_000
 
 
 async def detect_kind(base_url: str, api_key: str, *, timeout_s: float) -> str:
-    """The server kind at ``base_url`` (a ``/v1`` URL), from its ``GET /models``; ``openai`` when unknown."""
-    import httpx
+    """The server kind at ``base_url`` (a ``/v1`` URL), from its ``GET /models``; ``openai`` when unknown.
 
+    Sent with the ``openai`` SDK's own HTTP client class (``httpx``, or ``httpx2`` from openai 3 on).
+    """
+    import openai
+
+    client_class = openai.DefaultAsyncHttpxClient
+    root = next(c for c in type.mro(client_class) if c.__name__ == "AsyncClient")
+    http = importlib.import_module(root.__module__.split(".", 1)[0])
     url = base_url.rstrip("/") + "/models"
     body = bytearray()
     try:
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
+        async with client_class(timeout=timeout_s) as client:
             headers = {"Authorization": f"Bearer {api_key}", PROBE_HEADER: "server-kind"}
             async with client.stream("GET", url, headers=headers) as resp:
                 if resp.status_code != 200:
@@ -40,7 +47,7 @@ async def detect_kind(base_url: str, api_key: str, *, timeout_s: float) -> str:
                     if len(body) > MODELS_BODY_MAX_BYTES:
                         return "openai"
         kind = kind_from_models(json.loads(bytes(body)))
-    except (httpx.HTTPError, ValueError, RecursionError) as exc:
+    except (http.HTTPError, OSError, ValueError, RecursionError) as exc:
         log.debug("GET %s did not say what serves the judge: %s", url, exc)
         return "openai"
     return kind
