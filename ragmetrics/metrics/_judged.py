@@ -7,14 +7,17 @@ The RAG metrics and the model-graded evaluators hold a judge the same way, throu
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ragmetrics.judge import CachingJudge
 from ragmetrics.judge.resolve import LazyJudge
+from ragmetrics.metrics.base import passed_at
+from ragmetrics.score import MetricResult, Usage
 
-__all__ = ["JudgeHolder", "result_reasoning"]
+__all__ = ["JudgeHolder", "judged_result", "result_reasoning"]
 
 _T = TypeVar("_T")
 
@@ -34,6 +37,37 @@ def result_reasoning(info: Any, reasoning: str, status: str, message: str | None
     if status != "ok" and not reasoning:
         reasoning = f"No score: {message}" if score is None else (message or "")
     return reasoning
+
+
+def judged_result(
+    metric: Any, scored: Any, started: float, usage: Usage | None, **fields: Any
+) -> MetricResult:
+    """The one place a judged metric's scoring becomes its :class:`MetricResult`.
+
+    Args:
+        metric: The metric (its ``name``, ``threshold``, ``judge`` and ``_signature()``).
+        scored: What its scoring gave: ``score``, ``status``, ``message``, ``reasoning``, ``details``.
+        started: ``time.perf_counter()`` when the metric started, for the latency.
+        usage: What the judge calls cost (None: nothing).
+        **fields: The metric's own result fields (claims, rates).
+    """
+    info = metric.judge.info
+    score = scored.score
+    return MetricResult(
+        name=metric.name,
+        score=score,
+        passed=passed_at(score, metric.threshold),
+        threshold=metric.threshold,
+        status=scored.status,
+        message=scored.message,
+        reasoning=result_reasoning(info, scored.reasoning, scored.status, scored.message, score),
+        details=scored.details,
+        usage=usage or Usage(),
+        latency_ms=(time.perf_counter() - started) * 1000.0,
+        judge=info,
+        signature=metric._signature(),
+        **fields,
+    )
 
 
 class JudgeHolder:

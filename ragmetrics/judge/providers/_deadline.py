@@ -16,7 +16,7 @@ import importlib
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["deadline_client", "deadline_message"]
+__all__ = ["deadline_client", "deadline_message", "http_module"]
 
 _BEGUN: ContextVar[list[bool] | None] = ContextVar("ragmetrics_reply_begun", default=None)
 _PRUNE_AT = 64  # connections remembered before the closed ones are forgotten
@@ -38,11 +38,16 @@ async def _reply_begun(response: Any) -> None:
         begun.append(True)
 
 
+def http_module(client_class: type) -> Any:
+    """The HTTP library of an SDK's async client class: ``httpx``, or ``httpx2`` (openai 3 on)."""
+    root = next(c for c in type.mro(client_class) if c.__name__ == "AsyncClient")
+    return importlib.import_module(root.__module__.split(".", 1)[0])
+
+
 @functools.cache
 def _client_class(base: type) -> type:
     """``base`` (an SDK's default async HTTP client class) with a deadline on every ``send``."""
-    root = next(c for c in type.mro(base) if c.__name__ == "AsyncClient")
-    http = importlib.import_module(root.__module__.split(".", 1)[0])  # httpx, or the SDKs' httpx2
+    http = http_module(base)
 
     class AttemptDeadline(http.ReadTimeout):  # type: ignore[misc,name-defined]
         """The whole attempt outlived its wall-clock limit."""

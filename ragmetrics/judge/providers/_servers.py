@@ -8,11 +8,11 @@ or answers something else is taken for a hosted API (``openai``), as before dete
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 
 from ragmetrics.judge.local import kind_from_models
+from ragmetrics.judge.providers._deadline import http_module
 
 __all__ = ["MODELS_BODY_MAX_BYTES", "PROBE_HEADER", "detect_kind"]
 
@@ -32,8 +32,7 @@ async def detect_kind(base_url: str, api_key: str, *, timeout_s: float) -> str:
     import openai
 
     client_class = openai.DefaultAsyncHttpxClient
-    root = next(c for c in type.mro(client_class) if c.__name__ == "AsyncClient")
-    http = importlib.import_module(root.__module__.split(".", 1)[0])
+    http = http_module(client_class)
     url = base_url.rstrip("/") + "/models"
     body = bytearray()
     try:

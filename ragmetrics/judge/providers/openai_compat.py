@@ -109,7 +109,7 @@ class OpenAIJudge(ProviderJudge):
     async def _reply_bound(self, request: JudgeRequest[BaseModel]) -> int | None:
         if not is_local(await self._server()):
             return None
-        total, _, _ = data_chars(request.variables, (m.content for m in request.messages if m.role == "user"))
+        total, _, _ = _input_sizes(request)
         return reply_budget(wire_schema(prepared(request.response_model)), total)
 
     def _make_client(self) -> Any:
@@ -142,9 +142,7 @@ class OpenAIJudge(ProviderJudge):
             extra["seed"] = self.settings.seed
         schema = None
         if self.local:  # strings and lists bounded, so the server's grammar cannot ramble
-            _, longest, words = data_chars(
-                request.variables, (m.content for m in request.messages if m.role == "user")
-            )
+            _, longest, words = _input_sizes(request)
             schema = bounded_schema(wire_schema(model), longest=longest, words=words)
         body = wire_body(form, model, schema)
         if body:
@@ -234,6 +232,11 @@ class OpenAIJudge(ProviderJudge):
             },
             text=_error_text,
         )
+
+
+def _input_sizes(request: JudgeRequest[BaseModel]) -> tuple[int, int, int]:
+    """(characters, longest text, words) of the request's inputs, as ``data_chars`` counts them."""
+    return data_chars(request.variables, (m.content for m in request.messages if m.role == "user"))
 
 
 def _known_kind(settings: JudgeSettings) -> str | None:

@@ -20,8 +20,8 @@ from ragmetrics._aio import run_sync
 from ragmetrics._check import check_int
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge
-from ragmetrics.metrics._judged import JudgeHolder, result_reasoning
-from ragmetrics.metrics.base import Needs, check_threshold, missing_input, passed_at, too_long_to_split
+from ragmetrics.metrics._judged import JudgeHolder, judged_result
+from ragmetrics.metrics.base import Needs, check_threshold, missing_input, too_long_to_split
 from ragmetrics.metrics.claims.engine import (
     EXTRACT_VERSION,
     VERIFY_V2_VERSION,
@@ -417,25 +417,7 @@ class ClaimMetric(JudgeHolder):
                 "contradicted_rate": sum(c.verdict == "contradicted" for c in judged) / n,
                 "unverifiable_rate": sum(c.verdict == "not_found" for c in judged) / n,
             }
-        info = self.judge.info
-        score = scored.score
-        reasoning = result_reasoning(info, scored.reasoning, scored.status, scored.message, score)
-        return MetricResult(
-            name=self.name,
-            score=score,
-            passed=passed_at(score, self.threshold),
-            threshold=self.threshold,
-            status=scored.status,
-            message=scored.message,
-            reasoning=reasoning,
-            claims=claims,
-            usage=usage or Usage(),
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            judge=info,
-            signature=self._signature(),
-            details=scored.details,
-            **rates,
-        )
+        return judged_result(self, scored, started, usage, claims=claims, **rates)
 
 
 def _found(sample: Sample, outcome: ClaimsOutcome) -> Found:

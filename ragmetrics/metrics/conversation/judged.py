@@ -21,8 +21,8 @@ from ragmetrics._aio import run_sync
 from ragmetrics._check import check_field, check_int
 from ragmetrics.errors import InvalidInputError, JudgeError, NoScoreError
 from ragmetrics.judge import Judge, JudgeRequest
-from ragmetrics.metrics._judged import JudgeHolder, result_reasoning
-from ragmetrics.metrics.base import Needs, check_threshold, passed_at
+from ragmetrics.metrics._judged import JudgeHolder, judged_result
+from ragmetrics.metrics.base import Needs, check_threshold
 from ragmetrics.metrics.claims.verification import Health, checked
 from ragmetrics.metrics.conversation.judgements import (
     REASK_VERSION,
@@ -250,23 +250,7 @@ class ConversationJudgementMetric(JudgeHolder):
         )
 
     def _result(self, scored: JudgementScore, started: float, *, usage: Usage | None = None) -> MetricResult:
-        info = self.judge.info
-        score = scored.score
-        reasoning = result_reasoning(info, scored.reasoning, scored.status, scored.message, score)
-        return MetricResult(
-            name=self.name,
-            score=score,
-            passed=passed_at(score, self.threshold),
-            threshold=self.threshold,
-            status=scored.status,
-            message=scored.message,
-            reasoning=reasoning,
-            details=scored.details,
-            usage=usage or Usage(),
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            judge=info,
-            signature=self._signature(),
-        )
+        return judged_result(self, scored, started, usage)
 
 
 def not_reading(n: int, what: str, found: str, details: dict[str, Any], health: Health) -> JudgementScore:
