@@ -151,7 +151,9 @@ async def test_a_trickling_reply_ends_at_the_attempts_timeout(
     try:
         warm = await judge.complete(request)  # imports and connections happen outside the timing
         srv.reset()
-        srv.on(lambda r: True, FakeReply(trickle=1.0))  # one byte a second: no single read times out
+        # four bytes a second: each read waits 0.25 s, far from the 1 s read timeout even on a loaded machine
+        # (at one byte a second a late byte once tripped the read timeout first), the whole reply minutes
+        srv.on(lambda r: True, FakeReply(trickle=4.0))
         started = time.perf_counter()
         with pytest.raises(JudgeError) as caught:
             await judge.complete(extract_request(Sample.from_fields(question="q", answer="Rome is old.")))
