@@ -170,7 +170,10 @@ def test_four_workers_stay_under_one_cluster_rpm_and_match_a_single_process_run(
     grants = limit.log()["grants"]
     assert len(grants) == 64 == len(stamps), "one grant per request the server saw"
     assert _max_in_window(grants, 2.0) <= 2 * 20 + 2 + 1
-    assert max(stamps) - min(stamps) >= (64 - 2) / 20 - 0.25, "over the run, no faster than the cap"
+    assert max(grants) - min(grants) >= (64 - 2) / 20 - 0.05, "granted no faster than the cap"
+    # at the server, a worker starved between its first grant and its send shortens the span (2.73 s
+    # of the 3.1 granted, seen in CI), so the server is allowed a second of such delay
+    assert max(stamps) - min(stamps) >= (64 - 2) / 20 - 1.0, "over the run, no faster than the cap"
     assert limit.stats()["requests"] == 64 and limit.stats()["waited_s"] > 0, (
         "the cap, not the workers, set the pace"
     )
