@@ -132,6 +132,18 @@ def numbered_blocks(tag: str, items: list[str] | tuple[str, ...], *, start: int 
     return Raw("\n".join(f'<{tag} index="{i}">{escape(item)}</{tag}>' for i, item in enumerate(items, start)))
 
 
+def numbered_lines(noun: str, items: list[str] | tuple[str, ...], *, start: int = 0) -> Raw:
+    """Render one-line ``items`` as ``i. escaped`` lines (whitespace runs become one space).
+
+    Shorter than :func:`numbered_blocks` (2 tokens of markup an item, not 8) for short texts such as
+    claims; the escaping still keeps an item from opening or closing a block, and a line break in
+    an item cannot start another.
+    """
+    if not items:
+        return Raw(f"(no {noun}s)")
+    return Raw("\n".join(f"{i}. {escape(' '.join(item.split()))}" for i, item in enumerate(items, start)))
+
+
 def render(prompt: Prompt, **variables: str | Raw | None) -> str:
     """Fill a prompt's placeholders; str values are escaped, :class:`Raw` values go in as is.
 
@@ -159,6 +171,15 @@ def parse_blocks(text: str) -> dict[str, str]:
     ``html.unescape`` to a leaf block's body to get the original text back.
     """
     return {m["tag"]: m["body"] for m in _BLOCK.finditer(text)}
+
+
+_LINE = re.compile(r"^(?P<i>\d+)\. (?P<body>.*)$", re.MULTILINE)
+
+
+def parse_numbered_lines(body: str) -> list[str]:
+    """Read back the lines of a :func:`numbered_lines` block body, unescaped, in index order."""
+    found = sorted((int(m["i"]), html.unescape(m["body"])) for m in _LINE.finditer(body))
+    return [text for _, text in found]
 
 
 def parse_numbered_blocks(text: str, tag: str) -> list[str]:

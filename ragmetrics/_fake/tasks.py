@@ -30,7 +30,7 @@ from ragmetrics.metrics.evaluators.rubric import (
     JudgeRating,
     RubricGrade,
 )
-from ragmetrics.prompting import parse_blocks, parse_numbered_blocks
+from ragmetrics.prompting import parse_blocks, parse_numbered_blocks, parse_numbered_lines
 from ragmetrics.testset.records import GeneratedItem
 
 __all__ = ["TASKS", "Answerer", "Task", "offline_answer", "task_for"]
@@ -76,18 +76,24 @@ def _extract_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
 def _verify_variables(user_texts: Sequence[str]) -> dict[str, Any] | None:
     for text in user_texts:
         if "<claims>" in text:
+            blocks = parse_blocks(text)
             found: dict[str, Any] = {
-                "claims": parse_numbered_blocks(text, "claim"),
+                "claims": _claims(blocks, "claims", text, "claim"),
                 "contexts": parse_numbered_blocks(text, "context"),
             }
-            if "<reference_claims>" in text:  # a verify.v2 prompt: the reference, the per-context part
-                blocks = parse_blocks(text)
-                found["reference_claims"] = parse_numbered_blocks(text, "reference_claim")
+            if "<reference_claims>" in text:  # a joint prompt: the reference, the per-context part
+                found["reference_claims"] = _claims(blocks, "reference_claims", text, "reference_claim")
                 for name in ("question", "answer", "reference"):
                     found[name] = _block_value(blocks.get(name))
                 found["per_context"] = 2 if found["question"] is not None else 1
             return found
     return None
+
+
+def _claims(blocks: Mapping[str, str], name: str, text: str, tag: str) -> list[str]:
+    """A block's claims: numbered lines (``claims/verify.v3`` on), else numbered blocks (earlier)."""
+    lines = parse_numbered_lines(blocks.get(name, ""))
+    return lines or parse_numbered_blocks(text, tag)
 
 
 def _blocks_reader(**names: str) -> Callable[[Sequence[str]], dict[str, Any] | None]:

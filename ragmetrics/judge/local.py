@@ -120,8 +120,9 @@ def bounded_schema(schema: Mapping[str, Any], *, longest: int, words: int) -> di
 
     A string (no enum) gets ``maxLength``: the longest input text, within
     [:data:`MIN_STRING_CHARS`, :data:`MAX_STRING_CHARS`] (a quote or claim is no longer than the text
-    it comes from). A list gets ``maxItems``: its items' enum size (indices need not repeat), else one
-    item per :data:`WORDS_PER_ITEM` input words within [:data:`MIN_LIST_ITEMS`, :data:`MAX_LIST_ITEMS`].
+    it comes from). A list gets ``maxItems``: how many values its items may take (indices need not
+    repeat), else one item per :data:`WORDS_PER_ITEM` input words within
+    [:data:`MIN_LIST_ITEMS`, :data:`MAX_LIST_ITEMS`].
     Bounds already present are kept. Pure: the input is not modified.
     """
     chars = max(MIN_STRING_CHARS, min(MAX_STRING_CHARS, longest))
@@ -136,12 +137,24 @@ def bounded_schema(schema: Mapping[str, Any], *, longest: int, words: int) -> di
         if out.get("type") == "string" and "enum" not in out and "const" not in out:
             out.setdefault("maxLength", chars)
         if out.get("type") == "array":
-            enum = out.get("items", {}).get("enum") if isinstance(out.get("items"), Mapping) else None
-            out.setdefault("maxItems", len(enum) if isinstance(enum, list) and enum else items)
+            out.setdefault("maxItems", _distinct(out.get("items")) or items)
         return out
 
     bounded: dict[str, Any] = walk(schema)
     return bounded
+
+
+def _distinct(items: Any) -> int:
+    """How many distinct values a list's items may take (an index enum or range), 0 if unbounded."""
+    if not isinstance(items, Mapping):
+        return 0
+    enum = items.get("enum")
+    if isinstance(enum, list):
+        return len(enum)
+    low, high = items.get("minimum"), items.get("maximum")
+    if items.get("type") == "integer" and isinstance(low, int) and isinstance(high, int) and high >= low:
+        return high - low + 1
+    return 0
 
 
 def _skeleton_chars(node: Any, defs: Mapping[str, Any], depth: int = 0) -> tuple[int, int]:
@@ -166,6 +179,7 @@ def _skeleton_chars(node: Any, defs: Mapping[str, Any], depth: int = 0) -> tuple
     if kind == "array":
         c, s = _skeleton_chars(node.get("items", {}), defs, depth + 1)
         counted = min(ITEMS_COUNTED, int(node.get("maxItems", ITEMS_COUNTED)))
+        counted = max(counted, int(node.get("minItems", 0)))  # a verdict per claim: every one counts
         return 2 + counted * (c + 1), 0 if s == 0 else counted * s
     if kind == "string":
         return 2, 1

@@ -50,6 +50,7 @@ from ragmetrics.metrics.claims.engine import chunk_contexts
 from ragmetrics.metrics.evaluators.base import Evaluator
 from ragmetrics.metrics.evaluators.factory import EVALUATOR_TYPES, make_evaluator
 from ragmetrics.pipeline import EvaluationPipeline, read_jsonl
+from ragmetrics.prompting import parse_blocks
 from ragmetrics.regression.suite import Suite, run_suite
 from ragmetrics.score import STATUSES, MetricResult
 from ragmetrics.testing import FakeLLMServer
@@ -386,6 +387,11 @@ def numbered(tag: str, items: Sequence[str]) -> str:
     return "\n".join(f'<{tag} index="{i}">{esc(item)}</{tag}>' for i, item in enumerate(items))
 
 
+def lines(claims: Sequence[str]) -> str:
+    """Claims as ``claims/verify.v3`` lists them: ``i. text``, escaped, on one line each."""
+    return "\n".join(f"{i}. {esc(' '.join(c.split()))}" for i, c in enumerate(claims)) or "(no claims)"
+
+
 def wire_messages(request: Any) -> tuple[str, list[dict[str, Any]]]:
     """The system text and the other messages of a recorded request, for either provider."""
     body = request.body
@@ -411,7 +417,7 @@ def check_wire(
     Contexts over ``budget`` tokens are verified in chunks, one request each: every piece of every
     context must be in exactly one request, and the pieces of a context must add up to it.
     """
-    system_text = prompt_file("claims/system.v1").strip()
+    system_text = prompt_file("claims/system.v2").strip()
     chunks = [[p.text for p in chunk] for chunk in chunk_contexts(contexts, budget)]
     for i, context in enumerate(contexts):
         pieces = [p.text for chunk in chunk_contexts(contexts, budget) for p in chunk if p.index == i]
@@ -431,10 +437,10 @@ def check_wire(
         text = messages[0]["content"]
         if request.task == "claims.extract":
             assert text == filled(
-                "claims/extract.v1", question=block_value(question), answer=block_value(answer)
+                "claims/extract.v2", question=block_value(question), answer=block_value(answer)
             ), f"{where}: the extraction text is not the prompt with the escaped sample"
             for tag, value in (("question", question), ("answer", answer)):
-                assert text.count(f"<{tag}>\n{block_value(value)}\n</{tag}>") == 1, f"{where}: {tag} block"
+                assert text.count(f"<{tag}>{block_value(value)}</{tag}>") == 1, f"{where}: {tag} block"
                 assert text.count(f"<{tag}>") == text.count(f"</{tag}>") == 1, f"{where}: {tag} tags"
         elif request.task == "claims.verify":
             chunk = request.variables["contexts"] if request.variables else None
@@ -442,14 +448,15 @@ def check_wire(
             if len(roles) == 1:
                 verified.append(chunk)
             assert text == filled(
-                "claims/verify.v1", contexts=numbered("context", chunk), claims=numbered("claim", claims)
+                "claims/verify.v3", contexts=numbered("context", chunk), claims=lines(claims)
             ), f"{where}: the verification text is not the prompt with the escaped contexts and claims"
-            for tag, items in (("context", chunk), ("claim", claims)):
-                for i, item in enumerate(items):
-                    assert text.count(f'<{tag} index="{i}">{esc(item)}</{tag}>') == 1, f"{where}: {tag} {i}"
-                assert text.count(f"</{tag}>") == len(items), f"{where}: {tag} blocks"
-                assert text.count(f"<{tag}s>") == text.count(f"</{tag}s>") == 1, f"{where}: {tag}s tags"
-            assert request.variables == {"claims": claims, "contexts": chunk}, (
+            for i, item in enumerate(chunk):
+                assert text.count(f'<context index="{i}">{esc(item)}</context>') == 1, f"{where}: context {i}"
+            assert text.count("</context>") == len(chunk), f"{where}: context blocks"
+            assert text.count("<claims>") == text.count("</claims>") == 1, f"{where}: claims tags"
+            assert parse_blocks(text)["claims"] == lines(claims), f"{where}: one line per claim"
+            one_line = [" ".join(c.split()) for c in claims]
+            assert request.variables == {"claims": one_line, "contexts": chunk}, (
                 f"{where}: the fake read {request.variables}"
             )
         else:

@@ -81,10 +81,10 @@ def test_template_syntax_reaches_the_wire_as_escaped_data(fake_llm_server: FakeL
     )
     for text, block in ((question, "question"), (answer, "answer")):
         assert extract.prompt.count(esc(text)) == 1
-        assert f"<{block}>\n{esc(text)}\n</{block}>" in extract.prompt
+        assert f"<{block}>{esc(text)}</{block}>" in extract.prompt
     assert verify.prompt.count(f'<context index="0">{esc(context)}</context>') == 1
-    assert verify.prompt.count(f'<claim index="0">{esc(claim)}</claim>') == 1
-    assert verify.prompt.count("</context>") == 1 and verify.prompt.count("</contexts>") == 1
+    assert verify.prompt.count(f"<claims>\n0. {esc(' '.join(claim.split()))}\n</claims>") == 1
+    assert verify.prompt.count("</context>") == 1 and verify.prompt.count("</claims>") == 1
     assert verify.variables == {"claims": [claim], "contexts": [context]}, "the fake read other blocks"
 
     # The claim metrics send no reference; a graded evaluator does.

@@ -27,6 +27,7 @@ from ragmetrics.judge.local import (
     reply_budget,
 )
 from ragmetrics.judge.providers.openai_compat import OpenAIJudge
+from ragmetrics.metrics.claims.schemas import verification_model
 from ragmetrics.testing import FakeLLMServer, FakeReply
 
 SAMPLE = Sample(
@@ -207,6 +208,16 @@ async def test_a_reply_bound_grows_with_the_inputs_and_bounds_hold() -> None:
     assert "maxLength" not in bounded["properties"]["verdict"]
     assert "maxLength" not in json.dumps(schema)  # the input is not modified
     assert reply_budget(schema, 100) < reply_budget(schema, 4_000)
+
+    # claim indices as a range (the joint verification's ``supports``) bound a list like an enum does,
+    # and a reply that must hold one verdict per claim is budgeted for every one of them
+    joint = verification_model(12, 2, text=True, per_context=1).model_json_schema()
+    ranged = bounded_schema(joint, longest=100, words=10_000)
+    assert ranged["$defs"]["Context"]["properties"]["supports"]["maxItems"] == 12
+    assert ranged["properties"]["verdicts"]["maxItems"] == 12
+    assert reply_budget(verification_model(12, 2).model_json_schema(), 100) > reply_budget(
+        verification_model(8, 2).model_json_schema(), 100
+    )
 
 
 def _pipeline_metrics(spec: str) -> list[Any]:

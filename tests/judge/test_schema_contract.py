@@ -63,7 +63,7 @@ def spec(request, fake_llm_server: FakeLLMServer, dummy_keys, monkeypatch) -> st
     return "anthropic:claude-haiku-4-5"
 
 
-def test_verification_schema_has_one_required_slot_per_claim_and_an_enum_of_contexts(
+def test_verification_schema_asks_one_verdict_per_claim_in_order_and_an_enum_of_contexts(
     fake_llm_server: FakeLLMServer, spec: str
 ) -> None:
     fake_llm_server.on("claims.extract", FakeReply(json=TWO_CLAIMS))
@@ -77,16 +77,15 @@ def test_verification_schema_has_one_required_slot_per_claim_and_an_enum_of_cont
 
     schema = schema_of(verify.body)
     slots = schema["properties"]["verdicts"]
-    assert slots["type"] == "object" and slots["required"] == ["0", "1"]
-    assert slots["additionalProperties"] is False
-    for key in ("0", "1"):
-        slot = deref(schema, slots["properties"][key])
-        context = slot["properties"]["context"]
-        assert context["anyOf"] == [{"type": "integer", "enum": [0, 1, 2]}, {"type": "null"}]
-        assert slot["required"] == ["verdict", "context", "evidence", "reason"]
-        assert slot["additionalProperties"] is False
+    assert slots["type"] == "array" and slots["minItems"] == slots["maxItems"] == 2, "one per claim"
+    slot = deref(schema, slots["items"])
+    context = slot["properties"]["context"]
+    assert context["anyOf"] == [{"type": "integer", "enum": [0, 1, 2]}, {"type": "null"}]
+    assert slot["required"] == ["verdict", "context", "evidence", "reason"]
+    assert slot["additionalProperties"] is False
     if "tools" in verify.body and "function" in verify.body["tools"][0]:  # OpenAI: strict tool
         assert verify.body["tools"][0]["function"]["strict"] is True
+        assert "title" not in schema, "the tool's name says it once"
         assert verify.body["tool_choice"]["function"]["name"] == "ClaimVerification"
     assert verify.schema == "ClaimVerification" and extract.schema == "ClaimExtraction"
 
@@ -115,8 +114,9 @@ def test_json_schema_mode_sends_a_strict_response_format(fake_llm_server: FakeLL
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     assert fmt["json_schema"]["name"] == "ClaimVerification" and "tools" not in verify.body
     schema = fmt["json_schema"]["schema"]
-    slot = deref(schema, schema["properties"]["verdicts"]["properties"]["1"])
+    slot = deref(schema, schema["properties"]["verdicts"]["items"])
     assert slot["properties"]["context"]["anyOf"][0]["enum"] == [0]
+    assert "title" not in schema, "the json_schema's name says it once"
 
 
 _LLAMA_CPP_500 = (
@@ -143,7 +143,8 @@ async def test_a_server_rejecting_json_schema_gets_the_llama_cpp_form_and_it_is_
     assert (tools.hits, rejected.hits) == (1, 1), "each rejected form is tried once"
     forms = [r.body.get("response_format") for r in fake_llm_server.requests[2:]]
     assert [f["type"] for f in forms] == ["json_object", "json_object"]
-    assert forms[1]["schema"]["properties"]["verdicts"]["required"] == ["0", "1"]
+    assert forms[1]["schema"]["properties"]["verdicts"]["maxItems"] == 2
+    assert forms[1]["schema"]["title"] == "ClaimVerification", "a form with no name keeps the title"
 
     again = await metric.evaluate(question=Q, answer=A, contexts=CONTEXTS[:2])
     await metric.judge.aclose()
@@ -231,8 +232,8 @@ def test_per_shape_schemas_are_cached_apart_and_survive_instructor_wrapping() ->
     two, three = verification_model(2, 1), verification_model(3, 4)
     assert verification_model(2, 1) is two, "one class per shape"
     assert two.__name__ == three.__name__ == "ClaimVerification"
-    assert two.model_json_schema()["properties"]["verdicts"]["required"] == ["0", "1"]
-    assert three.model_json_schema()["properties"]["verdicts"]["required"] == ["0", "1", "2"]
+    assert two.model_json_schema()["properties"]["verdicts"]["maxItems"] == 2
+    assert three.model_json_schema()["properties"]["verdicts"]["maxItems"] == 3
     assert prepared(three).model_json_schema() == three.model_json_schema()
     assert ClaimVerification.model_json_schema()["properties"]["verdicts"]["type"] == "array"
     with pytest.raises(ValueError, match="no verdict for claim"):
@@ -286,3 +287,30 @@ def test_llama_cpp_dialect_takes_the_strict_named_tool_first(llama_cpp: FakeLLMS
     assert result.status == "ok" and result.usage.calls == 2, result.message
     assert [r.mode for r in llama_cpp.requests] == ["tools", "tools"]
     assert all(r.body["tools"][0]["function"]["strict"] is True for r in llama_cpp.requests)
+
+
+def test_claims_go_to_the_judge_one_per_line_and_its_verdicts_in_claim_order_score_them(
+    fake_llm_server: FakeLLMServer, openai_spec: str
+) -> None:
+    broken = {**TWO_CLAIMS["claims"][1], "text": "Paris lies\non the  Seine."}  # a line break in a claim
+    fake_llm_server.on(
+        "claims.extract", FakeReply(json={**TWO_CLAIMS, "claims": [TWO_CLAIMS["claims"][0], broken]})
+    )
+    in_order = [{k: v for k, v in verdict(i, i).items() if k != "claim"} for i in (0, 1)]
+    in_order[1] = {**in_order[1], "verdict": "not_found", "context": None, "evidence": ""}
+    fake_llm_server.on("claims.verify", FakeReply(json={"verdicts": in_order}))
+    result = FaithfulnessMetric(llm=openai_spec, cache=False).evaluate_sync(
+        question=Q, answer=A, contexts=CONTEXTS
+    )
+    assert result.status == "ok", result.message
+    assert [(c.text, c.verdict) for c in result.claims] == [
+        ("Paris is the capital of France.", "supported"),
+        ("Paris lies\non the  Seine.", "not_found"),
+    ], "the claim keeps its text; the judge's place-ordered verdicts land on their claims"
+    verify = fake_llm_server.requests[1]
+    assert (
+        "<claims>\n0. Paris is the capital of France.\n1. Paris lies on the Seine.\n</claims>"
+        in verify.prompt
+    )
+    assert verify.variables is not None and verify.variables["claims"][1] == "Paris lies on the Seine."
+    assert "extract.v2:" in result.signature and "verify.v3:" in result.signature, "new prompt versions"

@@ -50,7 +50,7 @@ def test_a_large_shape_gets_integer_ranges_with_the_same_validation() -> None:
     big = verification_model(1, 1200, per_context=2)
     schema = big.model_json_schema()
     assert enum_values(schema) <= 6, "only the verdict words stay enums"
-    context = schema["$defs"]["Verdict"]["properties"]["context"]["anyOf"][0]
+    context = schema["properties"]["verdicts"]["items"]["properties"]["context"]["anyOf"][0]
     assert context == {"type": "integer", "minimum": 0, "maximum": 1199}
     assert enum_values(verification_model(2, 3).model_json_schema()) == 3 + 3, "small shapes keep enums"
     assert MAX_ENUM_VALUES == 500
@@ -93,7 +93,8 @@ async def test_a_schema_refused_for_one_shape_stays_with_that_shape(
             and req.task == "claims.verify"
             and "anyOf" in json.dumps(schema)
             and (
-                schema["$defs"]["Verdict"]["properties"]["context"]["anyOf"][0].get("enum") == list(range(5))
+                schema["properties"]["verdicts"]["items"]["properties"]["context"]["anyOf"][0].get("enum")
+                == list(range(5))
             )
         )
 
@@ -136,3 +137,46 @@ def test_a_request_with_no_claim_asks_no_supports_and_still_refuses_one() -> Non
         assert "supports claim(s) [0], out of range" in str(exc)
     else:  # pragma: no cover - the failure this guards against
         raise AssertionError("a supported claim the request does not have validated")
+
+
+def test_the_verification_schema_does_not_grow_with_its_claims() -> None:
+    # one verdict per claim in claim order (minItems = maxItems): 17 prompt tokens a claim used to go
+    # to a keyed slot each; now only the count's digits change
+    sizes = {n: len(json.dumps(verification_model(n, 3).model_json_schema())) for n in (1, 5, 40)}
+    assert sizes[40] - sizes[1] <= 4, sizes
+    joint = {
+        n: len(json.dumps(verification_model(n, 3, text=True, per_context=2).model_json_schema()))
+        for n in (1, 40)
+    }
+    assert joint[40] - joint[1] <= 6, joint
+    verdicts = verification_model(5, 3).model_json_schema()["properties"]["verdicts"]
+    assert (verdicts["type"], verdicts["minItems"], verdicts["maxItems"]) == ("array", 5, 5)
+
+
+def test_verdicts_in_claim_order_are_read_by_place_and_a_second_verdict_for_a_claim_is_refused() -> None:
+    model = verification_model(3, 2)
+    slot = {"verdict": "not_found", "context": None, "evidence": "", "reason": ""}
+    in_order = [{**slot, "verdict": v} for v in ("supported", "contradicted", "not_found")]
+    reply = model.model_validate({"verdicts": in_order})
+    assert [(v.claim, v.verdict) for v in reply.verdicts] == [
+        (0, "supported"),
+        (1, "contradicted"),
+        (2, "not_found"),
+    ]
+    keyed = model.model_validate({"verdicts": {str(i): v for i, v in enumerate(in_order)}})
+    assert [(v.claim, v.verdict) for v in keyed.verdicts] == [(v.claim, v.verdict) for v in reply.verdicts]
+    named = [{**slot, "claim": 2}, {**slot, "claim": 0}, {**slot, "claim": 2}]
+    try:
+        model.model_validate({"verdicts": named})
+    except ValueError as exc:
+        assert "more than one verdict for claim(s) [2]" in str(exc) and "no verdict for claim(s) [1]" in str(
+            exc
+        )
+    else:  # pragma: no cover - the failure this guards against
+        raise AssertionError("two verdicts for one claim validated")
+    try:
+        model.model_validate({"verdicts": in_order[:2]})
+    except ValueError as exc:
+        assert "no verdict for claim(s) [2]" in str(exc)
+    else:  # pragma: no cover - the failure this guards against
+        raise AssertionError("a missing verdict validated")

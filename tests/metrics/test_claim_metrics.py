@@ -75,7 +75,7 @@ async def test_supported_with_a_quote_not_in_its_context_counts_as_not_found(scr
     assert health["quotes"] == 4 and health["quotes_found"] == 3 and health["reasks"] == 1
     assert result.usage.calls == 3 and result.usage.reasks == 1  # extract, verify, one verification re-ask
     assert (
-        result.signature.startswith("faithfulness|prompts=extract.v1:")
+        result.signature.startswith("faithfulness|prompts=extract.v2:")
         and "judge=openai:gpt-4o-mini@" in result.signature
     )
     await metric.judge.aclose()

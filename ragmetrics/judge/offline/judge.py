@@ -3,7 +3,7 @@
 This module owns the judge and its public surface (:class:`OfflineJudge`, :func:`answer`): it answers
 the claim machinery's structured requests from ``request.variables``, the same input always giving the
 same output. Claim extraction lives in :mod:`ragmetrics.judge.offline.claims`, verification in
-:mod:`ragmetrics.judge.offline.support`, ``verify.v2`` per-context verdicts in
+:mod:`ragmetrics.judge.offline.support`, joint-verification per-context verdicts in
 :mod:`ragmetrics.judge.offline.per_context`, the evaluators' grading in
 :mod:`ragmetrics.judge.offline.grading`, the conversation-level judgements in
 :mod:`ragmetrics.judge.offline.conversation`. Every verdict carries ``support``, a probability from an
@@ -146,7 +146,7 @@ def answer(
     if task == "claims.extract":
         return extract_claims(variables.get("question"), str(variables.get("answer") or ""))
     if task == "claims.verify":
-        if "reference_claims" in variables:  # a verify.v2 request
+        if "reference_claims" in variables:  # a joint verification request
             return verify_v2(variables, semantic)
         return _verify(list(variables.get("claims") or []), list(variables.get("contexts") or []), semantic)
     graded = answer_grading(task, variables)

@@ -1,4 +1,4 @@
-"""The offline judge's answer to a ``verify.v2`` request: verdicts, text verdicts, per-context part.
+"""The offline judge's answer to a joint (``verify.v4``) request: verdicts, text verdicts, per-context part.
 
 The answer's claims and then the reference's are judged against the contexts as an ordinary
 ``claims.verify`` request; with a reference, each answer claim is also judged with the reference as

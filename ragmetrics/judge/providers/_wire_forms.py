@@ -72,6 +72,8 @@ def wire_body(form: str, model: Any, schema: dict[str, Any] | None = None) -> di
     """The ``extra_body`` putting ``model``'s schema (or ``schema``) on the wire in ``form`` ({}: JSON)."""
     name = model.__name__
     schema = _schema(model) if schema is None else schema
+    if form in ("tools", "json_schema"):  # named on the wire: the title would be paid for twice
+        schema = {k: v for k, v in schema.items() if k != "title"}
     if form == "tools":
         tool = {"name": name, "parameters": schema, "strict": True}
         return {

@@ -29,7 +29,7 @@ from ragmetrics.metrics.claims.schemas import (
     extraction_model,
     verification_model,
 )
-from ragmetrics.prompting import load_prompt, numbered_blocks, render
+from ragmetrics.prompting import load_prompt, numbered_blocks, numbered_lines, render
 from ragmetrics.sample import Sample
 from ragmetrics.text import CHARS_PER_TOKEN, estimate_tokens, normalize_for_match
 
@@ -44,11 +44,11 @@ __all__ = [
     "verify_request",
 ]
 
-EXTRACT_VERSION = "claims/extract.v1"
-VERIFY_VERSION = "claims/verify.v1"
-VERIFY_V2_VERSION = "claims/verify.v2"
+EXTRACT_VERSION = "claims/extract.v2"
+VERIFY_VERSION = "claims/verify.v3"
+VERIFY_V2_VERSION = "claims/verify.v4"
 """Verification with a second text (a verdict per claim against it too) and a per-context part."""
-SYSTEM_VERSION = "claims/system.v1"
+SYSTEM_VERSION = "claims/system.v2"
 LOGIC_VERSION = "1"
 QUOTE_MIN_RATIO = 90.0
 """Fuzzy ratio (0-100) at which an evidence quote counts as found in its context."""
@@ -130,9 +130,9 @@ class ClaimTask:
     also: Literal["reference"] | None = None
     """Split the reference too, when the sample has one, and verify both claim lists in the same
     request, each claim also judged against the other text (the answer's against the reference, the
-    reference's against the answer); only with ``split="answer"`` (``verify.v2``)."""
+    reference's against the answer); only with ``split="answer"`` (the joint ``verify.v4`` request)."""
     per_context: int = 0
-    """Per context, 1: the claims it supports; 2: also its relevance to the question (``verify.v2``)."""
+    """Per context, 1: the claims it supports; 2: also its relevance to the question (``verify.v4``)."""
 
     def __post_init__(self) -> None:
         if self.also is not None and (self.split != "answer" or self.against != "contexts"):
@@ -141,7 +141,7 @@ class ClaimTask:
 
     @property
     def v2(self) -> bool:
-        """Whether the verification asks more than a verdict per claim (the ``verify.v2`` prompt)."""
+        """Whether the verification asks more than a verdict per claim (the joint ``verify.v4`` prompt)."""
         return self.also is not None or self.per_context > 0
 
 
@@ -151,7 +151,7 @@ def merge_tasks(tasks: Sequence[ClaimTask]) -> ClaimTask | None:
     Tasks that split the answer and check it against the contexts merge into one (the reference split
     too if any asks it, the widest per-context part), so faithfulness, groundedness, the context
     metrics and answer correctness make one verification request per sample together; alone,
-    faithfulness and groundedness still make the plain ``verify.v1`` request.
+    faithfulness and groundedness still make the plain ``verify.v3`` request.
     """
     if not tasks or any(t.split != "answer" or t.against != "contexts" for t in tasks):
         return None
@@ -288,7 +288,7 @@ def verify_request(
 ) -> JudgeRequest[ClaimVerification]:
     """The verification request for all claims against one chunk of sources.
 
-    With a ``reference`` or a ``per_context`` part it is a ``verify.v2`` request: the reference's
+    With a ``reference`` or a ``per_context`` part it is a joint (``verify.v4``) request: the reference's
     claims follow the answer's (numbered on), each verdict also judges the claim against the other text,
     and each context lists the claims it supports (and, with ``per_context=2``, its relevance to
     ``question``).
@@ -302,7 +302,7 @@ def verify_request(
                 render(
                     prompt,
                     contexts=numbered_blocks("context", list(chunk)),
-                    claims=numbered_blocks("claim", list(claims)),
+                    claims=numbered_lines("claim", list(claims)),
                 )
             ),
             response_model=verification_model(len(claims), len(chunk)),
@@ -322,8 +322,8 @@ def verify_request(
                 answer=answer,
                 reference=reference,
                 contexts=numbered_blocks("context", list(chunk)),
-                claims=numbered_blocks("claim", list(claims)),
-                reference_claims=numbered_blocks("reference_claim", list(reference_claims), start=n),
+                claims=numbered_lines("claim", list(claims)),
+                reference_claims=numbered_lines("reference claim", list(reference_claims), start=n),
             )
         ),
         response_model=verification_model(

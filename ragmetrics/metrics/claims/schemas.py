@@ -3,10 +3,10 @@
 The JSON schemas carry no titles or descriptions (they travel in every request as prompt tokens) and
 are written as strict structured output wants them (every property required, no extra properties),
 so a server that honours the schema cannot reply invalidly. They are built per request shape
-(:func:`extraction_model`, :func:`verification_model`): one verdict slot per claim and context indices
-that exist (an enum, or integer bounds past :data:`MAX_ENUM_VALUES`). The validators repeat the
-contract for servers that ignore schemas, closing over the shape's numbers (never an instructor
-validation context).
+(:func:`extraction_model`, :func:`verification_model`): exactly one verdict per claim, in claim order,
+and context indices that exist (an enum, or integer bounds past :data:`MAX_ENUM_VALUES`); a schema's
+size does not grow with its claims. The validators repeat the contract for servers that ignore
+schemas, closing over the shape's numbers (never an instructor validation context).
 """
 
 from __future__ import annotations
@@ -56,8 +56,42 @@ integer range (``minimum``/``maximum``), which servers' schema limits do not cou
 def _index(n: int, compact: bool) -> dict[str, Any]:
     """An index ``0..n-1`` in JSON schema: an enum, or an integer range in the compact form."""
     if compact:
-        return {"type": "integer", "minimum": 0, "maximum": n - 1}
+        return {"type": "integer", "minimum": 0, "maximum": max(0, n - 1)}
     return {"type": "integer", "enum": list(range(n))}
+
+
+def _inline_single_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``$defs`` entry used once written in its place (shorter on the wire).
+
+    A definition used more than once stays a ``$ref``; one that refers to others is left alone.
+    """
+    defs = schema.get("$defs")
+    if not isinstance(defs, dict):
+        return schema
+    text = repr(schema)
+    once = {
+        name
+        for name, body in defs.items()
+        if text.count(repr(f"#/$defs/{name}")) == 1 and "$ref" not in repr(body)
+    }
+    if not once:
+        return schema
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in once and len(node) == 1:
+            return copy.deepcopy(defs[ref[8:]])
+        return {k: walk(v) for k, v in node.items() if not (k == "$defs" and node is schema)}
+
+    out: dict[str, Any] = walk(schema)
+    kept = {name: body for name, body in defs.items() if name not in once}
+    if kept:
+        out["$defs"] = kept
+    return out
 
 
 SCHEMA_CACHE_SIZE = 256
@@ -92,7 +126,9 @@ class LeanSchema(BaseModel):
         )
         schema = _SCHEMAS.get(key)
         if schema is None:
-            schema = strict_schema(cls._contract(_strip(super().model_json_schema(*args, **kwargs))))
+            schema = strict_schema(
+                _inline_single_refs(cls._contract(_strip(super().model_json_schema(*args, **kwargs))))
+            )
             schema["title"] = cls.__name__  # the tool / function name
             _SCHEMAS[key] = schema
             while len(_SCHEMAS) > SCHEMA_CACHE_SIZE:
@@ -195,22 +231,23 @@ SHIFT_REPAIR = "verification claim ids shifted from 1..N to 0..N-1"
 class ClaimVerification(LeanSchema):
     """Verdicts for every claim.
 
-    On the wire (per-shape schema) ``verdicts`` is an object keyed by claim index, one required key
-    per claim; a list of verdicts that each name their ``claim`` is accepted too (the offline judge,
-    cached replies, servers that ignore the schema). Either way the value holds a list.
+    On the wire (per-shape schema) ``verdicts`` is a list of exactly one verdict per claim, in claim
+    order, so the schema's size does not grow with the claims; each verdict's ``claim`` is its place.
+    A list whose verdicts name their ``claim`` (the offline judge, cached replies, servers that ignore
+    the schema) and the earlier object keyed by claim index are accepted too.
     """
 
     _n_claims: ClassVar[int | None] = None
     _n_contexts: ClassVar[int | None] = None
     _text: ClassVar[bool] = False
-    """The request has a second text: each verdict slot also asks ``text_verdict``."""
+    """The request has a second text: each verdict also asks ``text_verdict``."""
     _per_context: ClassVar[int] = 0
     """0: no per-context part; 1: ``supports`` per context; 2: also ``relevant`` and ``reason``."""
 
     verdicts: list[VerifiedClaim]
     """One verdict per claim."""
     contexts: SkipJsonSchema[list[ContextJudgement]] = Field(default_factory=list)
-    """Per context (``verify.v2`` requests only): the claims it supports and, if asked, its relevance.
+    """Per context (joint requests only (``verify.v4``)): the claims it supports and, if asked, its relevance.
     A reply without it validates (older answerers); the metrics that need it then report no score."""
     repairs: SkipJsonSchema[list[str]] = Field(default_factory=list)
     """Unambiguous slips in the reply that were repaired instead of re-asked (never asked of a judge)."""
@@ -220,8 +257,7 @@ class ClaimVerification(LeanSchema):
         n_claims, n_contexts = cls._n_claims, cls._n_contexts
         if n_claims is None or n_contexts is None:
             return schema
-        per_context_ids = n_claims if cls._per_context and n_contexts else 0
-        compact = n_contexts + per_context_ids > MAX_ENUM_VALUES
+        compact = n_contexts > MAX_ENUM_VALUES
         context: dict[str, Any] = (
             {"anyOf": [_index(n_contexts, compact), {"type": "null"}]} if n_contexts else {"type": "null"}
         )
@@ -236,18 +272,19 @@ class ClaimVerification(LeanSchema):
                 **({"text_verdict": dict(verdict)} if cls._text else {}),
             },
         }
-        keys = [str(i) for i in range(n_claims)]
-        ref = {"$ref": "#/$defs/Verdict"}  # the slot is defined once: the schema travels as prompt tokens
-        schema["properties"]["verdicts"] = {"type": "object", "properties": {k: dict(ref) for k in keys}}
-        schema["$defs"] = {"Verdict": slot}
+        verdicts: dict[str, Any] = {"type": "array", "items": slot, "maxItems": n_claims}
+        if n_claims:
+            verdicts = {"type": "array", "items": slot, "minItems": n_claims, "maxItems": n_claims}
+        schema["properties"]["verdicts"] = verdicts
+        schema.pop("$defs", None)
         if cls._per_context and n_contexts:  # no claim, nothing to support: no ``supports`` to fill
-            supports: dict[str, Any] = (
-                {"supports": {"type": "array", "items": _index(n_claims, compact)}} if n_claims else {}
+            supports: dict[str, Any] = (  # claim indices as a range: no per-claim growth
+                {"supports": {"type": "array", "items": _index(n_claims, True)}} if n_claims else {}
             )
             judged: dict[str, Any] = dict(supports)
             if cls._per_context > 1:
                 judged = {"relevant": {"type": "boolean"}, **supports, "reason": {"type": "string"}}
-            schema["$defs"]["Context"] = {"type": "object", "properties": judged}
+            schema["$defs"] = {"Context": {"type": "object", "properties": judged}}
             cref = {"$ref": "#/$defs/Context"}
             schema["properties"]["contexts"] = {
                 "type": "object",
@@ -277,6 +314,10 @@ class ClaimVerification(LeanSchema):
                 listed.append({**slot, "claim": int(key)})
             data = {**data, "verdicts": listed}
             verdicts = listed
+        elif isinstance(verdicts, list) and not any(_names_claim(v) for v in verdicts):
+            # the per-shape wire form: one verdict per claim, in claim order
+            verdicts = [{**v, "claim": i} if isinstance(v, Mapping) else v for i, v in enumerate(verdicts)]
+            data = {**data, "verdicts": verdicts}
         n = cls._n_claims
         if n and isinstance(verdicts, list) and len(verdicts) == n:
             ids = [v.get("claim") if isinstance(v, Mapping) else None for v in verdicts]
@@ -290,9 +331,12 @@ class ClaimVerification(LeanSchema):
         n_claims, n_contexts = type(self)._n_claims, type(self)._n_contexts
         problems = []
         seen: set[int] = set()
+        twice: set[int] = set()
         for v in self.verdicts:
             if n_claims is not None and not 0 <= v.claim < n_claims:
                 problems.append(f"claim index {v.claim} is out of range 0..{n_claims - 1}")
+            if v.claim in seen:
+                twice.add(v.claim)
             if v.context is not None and n_contexts is not None and not 0 <= v.context < n_contexts:
                 problems.append(
                     f"context index {v.context} for claim {v.claim} is out of range 0..{n_contexts - 1}"
@@ -304,6 +348,8 @@ class ClaimVerification(LeanSchema):
             bad = [i for i in c.supports if n_claims is not None and not 0 <= i < n_claims]
             if bad:
                 problems.append(f"context {c.context} supports claim(s) {bad}, out of range")
+        if twice:
+            problems.append(f"more than one verdict for claim(s) {sorted(twice)}: give one verdict per claim")
         if n_claims is not None:
             missing = sorted(set(range(n_claims)) - seen)
             if missing:
@@ -311,6 +357,10 @@ class ClaimVerification(LeanSchema):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+
+def _names_claim(verdict: Any) -> bool:
+    return isinstance(verdict, Mapping) and "claim" in verdict
 
 
 @functools.lru_cache(maxsize=SCHEMA_CACHE_SIZE)
