@@ -194,12 +194,23 @@ def main() -> None:
     if done.returncode:
         sys.exit(f"the measurement failed:\n{done.stderr[-3000:]}")
     measured = json.loads(done.stdout.strip().splitlines()[-1])
-    rev = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=args.src or ROOT, capture_output=True, text=True
+    where = args.src or ROOT
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "ragmetrics", "prompts"],
+        cwd=where,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
+    revision = rev.stdout.strip() + (" with uncommitted changes" if dirty else "")
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     key = args.label if args.metrics == CORE else f"{args.label} ({args.metrics})"
-    results[key] = {"revision": rev, "python": sys.version.split()[0], "metrics": args.metrics, **measured}
+    results[key] = {
+        "revision": revision,
+        "python": sys.version.split()[0],
+        "metrics": args.metrics,
+        **measured,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print("| run | data set | calls / sample | prompt tokens / sample | schema | instructions | data |")
