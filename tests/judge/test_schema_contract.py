@@ -88,6 +88,12 @@ def test_verification_schema_asks_one_verdict_per_claim_in_order_and_an_enum_of_
         assert "title" not in schema, "the tool's name says it once"
         assert verify.body["tool_choice"]["function"]["name"] == "ClaimVerification"
     assert verify.schema == "ClaimVerification" and extract.schema == "ClaimExtraction"
+    if "input_schema" in verify.body["tools"][0]:  # Anthropic: instructor describes the tool by its docstring
+        descriptions = [r.body["tools"][0]["description"] for r in (extract, verify)]
+        assert descriptions == [
+            "The answer split into claims, with an answer-level relevance judgement.",
+            "Verdicts for every claim.",
+        ], "one line, not 15 tokens of boilerplate a request"
 
 
 @pytest.mark.parametrize(

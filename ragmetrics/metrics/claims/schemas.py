@@ -112,6 +112,14 @@ class LeanSchema(BaseModel):
     _shape: ClassVar[tuple[Any, ...]] = ()
     """What a per-request class was built for (e.g. ``(n_claims, n_contexts)``); () for the base."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__doc__:  # a per-shape class, or instructor's wrapper of one
+            # its parent's first line: instructor makes a tool's description of the docstring (Anthropic),
+            # else sends 15 tokens of boilerplate ("Correctly extracted ...") with every request
+            parent = next((b.__doc__ for b in cls.__mro__[1:] if b.__doc__), "") or ""
+            cls.__doc__ = parent.strip().splitlines()[0] if parent.strip() else None
+
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # noqa: D102
         # Built once per schema and shape: instructor may wrap the class in a subclass of its own, so
