@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections import OrderedDict
-from collections.abc import Mapping
+from collections import Counter, OrderedDict
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -60,6 +60,22 @@ def _index(n: int, compact: bool) -> dict[str, Any]:
     return {"type": "integer", "enum": list(range(n))}
 
 
+_DEFS = "#/$defs/"
+
+
+def _refs(node: Any) -> Iterator[str]:
+    """The names of the local ``$defs`` that ``node`` refers to, once per reference."""
+    if isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+    elif isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_DEFS):
+            yield ref[len(_DEFS) :]
+        for value in node.values():
+            yield from _refs(value)
+
+
 def _inline_single_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with every ``$defs`` entry used once written in its place (shorter on the wire).
 
@@ -68,12 +84,8 @@ def _inline_single_refs(schema: dict[str, Any]) -> dict[str, Any]:
     defs = schema.get("$defs")
     if not isinstance(defs, dict):
         return schema
-    text = repr(schema)
-    once = {
-        name
-        for name, body in defs.items()
-        if text.count(repr(f"#/$defs/{name}")) == 1 and "$ref" not in repr(body)
-    }
+    uses = Counter(_refs({k: v for k, v in schema.items() if k != "$defs"}))
+    once = {name for name, body in defs.items() if uses[name] == 1 and not any(_refs(body))}
     if not once:
         return schema
 
@@ -83,11 +95,11 @@ def _inline_single_refs(schema: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in once and len(node) == 1:
-            return copy.deepcopy(defs[ref[8:]])
-        return {k: walk(v) for k, v in node.items() if not (k == "$defs" and node is schema)}
+        if isinstance(ref, str) and ref[len(_DEFS) :] in once and len(node) == 1:
+            return copy.deepcopy(defs[ref[len(_DEFS) :]])
+        return {k: walk(v) for k, v in node.items()}
 
-    out: dict[str, Any] = walk(schema)
+    out: dict[str, Any] = walk({k: v for k, v in schema.items() if k != "$defs"})
     kept = {name: body for name, body in defs.items() if name not in once}
     if kept:
         out["$defs"] = kept
@@ -255,7 +267,7 @@ class ClaimVerification(LeanSchema):
     verdicts: list[VerifiedClaim]
     """One verdict per claim."""
     contexts: SkipJsonSchema[list[ContextJudgement]] = Field(default_factory=list)
-    """Per context (joint requests only (``verify.v4``)): the claims it supports and, if asked, its relevance.
+    """Per context (joint ``verify.v4`` requests only): the claims it supports and, if asked, its relevance.
     A reply without it validates (older answerers); the metrics that need it then report no score."""
     repairs: SkipJsonSchema[list[str]] = Field(default_factory=list)
     """Unambiguous slips in the reply that were repaired instead of re-asked (never asked of a judge)."""
@@ -280,10 +292,12 @@ class ClaimVerification(LeanSchema):
                 **({"text_verdict": dict(verdict)} if cls._text else {}),
             },
         }
-        verdicts: dict[str, Any] = {"type": "array", "items": slot, "maxItems": n_claims}
-        if n_claims:
-            verdicts = {"type": "array", "items": slot, "minItems": n_claims, "maxItems": n_claims}
-        schema["properties"]["verdicts"] = verdicts
+        schema["properties"]["verdicts"] = {  # one verdict per claim (no minItems 0: it says nothing)
+            "type": "array",
+            "items": slot,
+            **({"minItems": n_claims} if n_claims else {}),
+            "maxItems": n_claims,
+        }
         schema.pop("$defs", None)
         if cls._per_context and n_contexts:  # no claim, nothing to support: no ``supports`` to fill
             supports: dict[str, Any] = (  # claim indices as a range: no per-claim growth
