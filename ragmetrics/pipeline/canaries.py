@@ -147,6 +147,27 @@ async def run_canaries(judges: Sequence[CachingJudge], draw: CanaryDraw | None =
     return out
 
 
+def _provider(judge: Any) -> Any:
+    """The adapter under a judge's wrappers (cache, metering)."""
+    inner = judge
+    while not hasattr(inner, "halt") and hasattr(inner, "inner"):
+        inner = inner.inner
+    return inner
+
+
+async def any_local(judges: Sequence[CachingJudge]) -> bool:
+    """Whether a local server serves any of ``judges`` (asking a server whose kind is not known yet).
+
+    A local judge's canaries run before the dataset's first call, so a model that cannot follow the
+    schema is named before the dataset is paid for in time; a hosted judge's run beside the first rows.
+    """
+    for judge in judges:
+        detect = getattr(_provider(judge), "detect_local", None)
+        if detect is not None and await detect():
+            return True
+    return False
+
+
 def halt_local_judges(judges: Sequence[CachingJudge], results: Sequence[CanaryResult]) -> list[Any]:
     """Stop the run's calls to each local judge that did not pass its canaries; the judges halted.
 
@@ -157,9 +178,7 @@ def halt_local_judges(judges: Sequence[CachingJudge], results: Sequence[CanaryRe
     """
     halted = []
     for judge, result in zip(judges, results, strict=True):
-        inner: Any = judge
-        while not hasattr(inner, "halt") and hasattr(inner, "inner"):
-            inner = inner.inner
+        inner = _provider(judge)
         if result.passed or not getattr(inner, "local", False):
             continue
         inner.halt(

@@ -395,27 +395,35 @@ class EvaluationPipeline:
         cap = metering.CallCap(self.max_calls) if self.max_calls is not None else None
 
         probe: asyncio.Future[None] | None = None
+        local: asyncio.Future[bool] | None = None
         halted: list[Any] = []  # local judges that did not pass their canaries, halted for this run
 
-        async def canaries_first(row: Row) -> None:
-            """The known-answer probes, once, before the first row that can call a judge.
+        async def canaries(row: Row) -> None:
+            """The known-answer probes, once, started by the first row that can call a judge.
 
-            A dataset of invalid rows costs nothing, canaries included.
+            They run beside the first rows (their verdict marks every record before it is handed
+            out), except on a local judge, where they run first: a model that cannot follow the
+            schema is named before the dataset is paid for in time. A dataset of invalid rows costs
+            nothing, canaries included.
             """
-            nonlocal probe
+            nonlocal probe, local
             try:
                 executor.sample(row)
             except InvalidInputError:
                 return
             if probe is None:  # created in this worker's context: the probes count on the cap too
+                from ragmetrics.pipeline.canaries import any_local
+
                 draw = draw_canary(_canary_samples(ds, row, executor))
                 probe = asyncio.ensure_future(self._canaries(judges, builder, state, draw, halted))
-            await asyncio.shield(probe)
+                local = asyncio.ensure_future(any_local(judges))
+            if local is not None and await asyncio.shield(local):
+                await asyncio.shield(probe)
 
         async def one_row(row: Row) -> tuple[EvaluationResult, Any]:
             with metering.call_cap(cap):  # set in this worker's task: its judge calls count on the cap
                 if self.canaries and judges:
-                    await canaries_first(row)
+                    await canaries(row)
                 if cap is not None and cap.full:
                     state.budget_exhausted = True
                     return await capped(executor, row, cap)
@@ -432,7 +440,8 @@ class EvaluationPipeline:
                 run_bounded(ds.sample_rows(), one_row, concurrency=self.concurrency)
             ) as finished_rows:
                 async for record, exc in finished_rows:
-                    # the canaries ran before any row's judge calls: a judge failing them is known now
+                    if probe is not None and not probe.done():  # no record goes out before their verdict
+                        await asyncio.wait([probe])
                     mark_untrusted(record, untrusted_judges({}, self.judge_health_min, builder.canaries))
                     builder.add(record)
                     ids.add(record.id)
@@ -447,9 +456,10 @@ class EvaluationPipeline:
             finished = True
         finally:
             beat.cancel()
-            if probe is not None:
-                probe.cancel()
-            await asyncio.gather(beat, *([probe] if probe is not None else []), return_exceptions=True)
+            pending = [f for f in (probe, local) if f is not None]
+            for future in pending:
+                future.cancel()
+            await asyncio.gather(beat, *pending, return_exceptions=True)
             state.progress.close()
             for judge in halted:  # a judge may serve later runs: its halt was this run's
                 judge.halt(None)

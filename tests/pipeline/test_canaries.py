@@ -1,4 +1,4 @@
-"""Canaries: every judge of a run gets the bundled known-answer probes first, by default.
+"""Canaries: known-answer probes put to every judge of a run, beside its first rows (first on a local judge).
 
 A judge that only fills the schema fails them (exit 5, reported first); the fake server's default mode
 and the offline judge pass them; they cost at most 4 calls per run and judge, 0 on a re-run (cached),
@@ -172,3 +172,34 @@ def test_a_dataset_with_no_valid_row_puts_no_canaries_and_costs_nothing(tmp_path
         (canary,) = mixed.summary().canaries
         assert canary.passed and srv.calls.total() == 2 + 2
         assert mixed.summary().run.usage.calls == 4
+
+
+def test_a_hosted_judges_canaries_run_beside_the_first_rows_and_still_mark_every_record():
+    rows = [
+        {
+            "id": f"r{i}",
+            "question": f"Where is town {i}?",
+            "answer": f"The town numbered {i} sits beside river {i}.",
+            "contexts": [f"Town {i} lies on river {i}.", f"River {i} is long."],
+        }
+        for i in range(6)
+    ]
+    answers = {r["answer"] for r in rows}
+    with FakeLLMServer() as srv:  # a hosted-like server at a custom URL: its kind is asked, not local
+        srv.latency = 0.2
+        result = ragmetrics.evaluate_sync(
+            rows,
+            metrics=["faithfulness"],
+            llm=f"openai:gpt-4o-mini@{srv.openai_base_url}",
+            progress=False,
+            cache=False,
+        )
+        chats = [r for r in srv.requests if r.endpoint == "chat"]
+    (canary,) = result.summary().canaries
+    assert canary.passed and canary.usage.calls == 2
+    is_row = [any(a in (r.prompt or "") for a in answers) for r in chats]
+    canary_calls = [i for i, row in enumerate(is_row) if not row]
+    assert len(canary_calls) == 2 and len(chats) == 2 + 2 * len(rows)
+    # before: both canary calls (extract, then verify 0.2 s later) went out before any row's
+    assert any(is_row[: canary_calls[1]]), "rows started while the canaries ran"
+    assert [r.status for rec in result for r in rec.results.values()] == ["ok"] * len(rows)

@@ -176,6 +176,10 @@ class ProviderJudge(ABC):
         """Fail every later call at once with ``failure`` (None: lift the halt)."""
         self.halted = failure
 
+    async def detect_local(self) -> bool:
+        """Whether a local server serves this judge, asking the server when the adapter must."""
+        return self.local
+
     async def _reply_bound(self, request: JudgeRequest[BaseModel]) -> int | None:
         """Completion tokens a reply to ``request`` can need, on a local server; None elsewhere.
 

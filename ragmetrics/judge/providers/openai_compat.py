@@ -91,6 +91,13 @@ class OpenAIJudge(ProviderJudge):
         if self.local and kind != "vllm":  # it decodes one or a few at a time: the rest would queue
             self.limiter.limit = min(self.limiter.limit, LOCAL_IN_FLIGHT)
 
+    async def detect_local(self) -> bool:  # noqa: D102
+        try:
+            await self._server()
+        except Exception:  # no key, a bad URL...: the first call says so; the probe itself never raises
+            return False
+        return self.local
+
     async def _server(self) -> str:
         """The server kind, asking ``GET /models`` once when it is neither named nor obvious."""
         if self._kind is None:
