@@ -7,9 +7,12 @@ All text from the data is escaped. Scores of the offline judge come with what th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmetrics.errors import printable
+
+if TYPE_CHECKING:
+    from ragmetrics.pipeline.records import RecordScan
 
 __all__ = ["clip", "conversation_table", "offline_note", "summary_table", "worst_heading", "worst_samples"]
 
@@ -75,17 +78,11 @@ def offline_note(report: Any) -> str:
     return "\n".join(line for spec in offline_specs(report.run.judges) for line in caveat_lines(spec))
 
 
-def _worst(records: Sequence[Any], n: int) -> list[Any]:
-    scored = [r for r in records if r.mean_score is not None]
-    scored.sort(key=lambda r: r.mean_score)
-    return scored[:n]
-
-
-def worst_heading(records: Sequence[Any], n: int) -> str:
+def worst_heading(worst: Sequence[Any]) -> str:
     """The heading of the worst samples: it carries the offline judge's note when that judge scored them."""
     offline = any(
         result.judge is not None and result.judge.provider == "offline"
-        for r in _worst(records, n)
+        for r in worst
         for result in r.results.values()
     )
     if not offline:
@@ -102,9 +99,10 @@ def _where(index: int | None, sources: Any) -> str:
     return f"context {index}"
 
 
-def worst_samples(records: Sequence[Any], n: int) -> str:
+def worst_samples(scan: RecordScan) -> str:
+    """The worst samples with the claims no metric found supported, and the records carrying errors."""
     out = []
-    for r in _worst(records, n):
+    for r in scan.worst:
         question = (r.sample.question or "") if r.sample else ""
         sources = r.sample.meta.get("sources") if r.sample else None  # a conversation's turn
         question = question.rsplit("The question now:\n", 1)[-1] if sources else question
@@ -124,10 +122,10 @@ def worst_samples(records: Sequence[Any], n: int) -> str:
                         evidence = printable(clip(claim.evidence, 100))
                         line += f'\n      {_where(claim.context_index, sources)}: "{evidence}"'
                     out.append(line)
-    failed = [r for r in records if r.errors]
-    if failed:
+    first = scan.first_failed
+    if first is not None:
         out.append(
-            f"{len(failed)} record(s) carry errors, e.g. #{failed[0].index}: "
-            f"{printable(clip(failed[0].errors[0].message, 160))}"
+            f"{scan.failed} record(s) carry errors, e.g. #{first.index}: "
+            f"{printable(clip(first.errors[0].message, 160))}"
         )
     return "\n".join(out)

@@ -223,9 +223,12 @@ def _print_summary(args: argparse.Namespace, results: EvaluationResults, report:
     note = offline_note(report)  # what the offline judge misses, before any of its low scores
     if note:
         say("\n" + note)
-    worst = worst_samples(results, args.worst)
+    from ragmetrics.pipeline.records import RecordScan
+
+    scan = RecordScan(results, args.worst)
+    worst = worst_samples(scan)
     if worst:
-        say(f"\n{worst_heading(results, args.worst)}\n{worst}")
+        say(f"\n{worst_heading(scan.worst)}\n{worst}")
     for name, target in (("records", args.out), ("report", args.report)):
         if target:
             say(f"\nWrote the {name} to {target}")

@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from ragmetrics.judge.offline.caveat import WORST_NOTE
+from ragmetrics.pipeline.records import RecordScan
 
 __all__ = ["results_html"]
 
@@ -45,14 +46,14 @@ def _spread(scores: Sequence[float]) -> str:
     return " · ".join(f"{name} {value:.2f}" for name, value in parts)
 
 
-def _summary(report: Any, records: Sequence[Any]) -> str:
+def _summary(report: Any, scan: RecordScan) -> str:
     rows = []
     for agg in report.aggregates.values():
         ci = f"[{_fmt(agg.ci_low)}, {_fmt(agg.ci_high)}]" if agg.ci_low is not None else "-"
         rate = f"{agg.pass_rate:.0%}" if agg.pass_rate is not None else "no threshold"
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(agg.statuses.items()) if k != "ok") or "all ok"
         scored = f"{agg.count}/{agg.total}"
-        spread = _spread([v for r in records if (v := r.scores.get(agg.name)) is not None])
+        spread = _spread(scan.scores.get(agg.name, ()))
         rows.append([escape(agg.name), _fmt(agg.mean), ci, rate, spread, scored, escape(statuses)])
     table = _table(["metric", "mean", "95% CI", "pass rate", "scores", "scored", "statuses"], rows)
     if any(agg.pass_rate is None for agg in report.aggregates.values()):
@@ -73,10 +74,9 @@ def _doubts(record: Any) -> list[str]:
     return [f"{_cut(text)} <small>({', '.join(by)})</small>" for text, by in flagged.items()]
 
 
-def _worst(records: Sequence[Any], metrics: Sequence[str]) -> str:
-    scored = sorted((r for r in records if r.mean_score is not None), key=lambda r: r.mean_score)
+def _worst(worst: Sequence[Any], metrics: Sequence[str]) -> str:
     rows = []
-    for r in scored[:WORST]:
+    for r in worst:
         question = (r.sample.question or "") if r.sample is not None else ""
         doubts = _doubts(r)
         rows.append(
@@ -92,9 +92,7 @@ def _worst(records: Sequence[Any], metrics: Sequence[str]) -> str:
         return ""
     header = ["id", "mean", *metrics, "question", "unsupported claims"]
     offline = any(
-        res.judge is not None and res.judge.provider == "offline"
-        for r in scored[:WORST]
-        for res in r.results.values()
+        res.judge is not None and res.judge.provider == "offline" for r in worst for res in r.results.values()
     )
     note = f" <small>({escape(WORST_NOTE)}; it matches words, not meaning)</small>" if offline else ""
     return f"<p><b>Worst {len(rows)} samples</b>{note}</p>{_table(header, rows)}"
@@ -104,20 +102,20 @@ def results_html(report: Any, records: Sequence[Any]) -> str:
     """The run's summary table, counters and worst samples as one HTML fragment (text escaped)."""
     stats = report.run
     usage = stats.usage
-    failed = [r for r in records if r.errors]
+    metrics = list(report.aggregates)
+    scan = RecordScan(records, WORST, metrics)
     note = ""
-    if failed:
-        first = failed[0]
+    first = scan.first_failed
+    if first is not None:
         note = (
-            f"<p>{len(failed)} record(s) carry errors, e.g. #{first.index}: "
+            f"<p>{scan.failed} record(s) carry errors, e.g. #{first.index}: "
             f"{_cut(first.errors[0].status + ': ' + first.errors[0].message)}</p>"
         )
-    metrics = list(report.aggregates)
     # a run that called nothing and hit nothing (the offline judge) has no cache to speak of
     cache = f", cache hits {stats.cache.hits}" if usage.calls or stats.cache.hits else ""
     return (
         '<div class="ragmetrics-results">'
         f"<p><b>ragmetrics</b>: {len(records)} samples, {usage.calls} calls, "
         f"${usage.cost_usd:.4f}{cache}, {stats.wall_time_s:.1f} s</p>"
-        f"{_summary(report, records)}{_worst(records, metrics)}{note}</div>"
+        f"{_summary(report, scan)}{_worst(scan.worst, metrics)}{note}</div>"
     )

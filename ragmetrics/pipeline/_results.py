@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from ragmetrics.pipeline._notebook import results_html
+from ragmetrics.pipeline._record_store import RecordStore
 from ragmetrics.pipeline._run_state import RunState
 from ragmetrics.pipeline.export import Level, table_rows, to_hf_dataset, write_table_jsonl
 from ragmetrics.pipeline.report import (
@@ -37,20 +38,52 @@ class PipelineEvent:
     """Run counters so far (``start`` and ``end``)."""
 
 
-class EvaluationResults(list[EvaluationResult]):
-    """The records of a run, in dataset order, with the run's summary and exports."""
+class EvaluationResults(Sequence[EvaluationResult]):
+    """The records of a run, in dataset order, with the run's summary and exports.
 
-    def __init__(self, records: Sequence[EvaluationResult], builder: ReportBuilder, stats: RunStats) -> None:
-        super().__init__(records)
+    A read-only sequence: ``len``, indexing, slices (lists), iteration; ``list(results)`` copies it. Up
+    to ``records_in_memory`` records (a pipeline option, 5,000 by default) are kept as objects. A longer
+    run's records are kept in an unnamed temporary file and read back at each access (a new object each
+    time, so change a copy, not ``results[i]`` in place); the summary and every export stream them.
+    """
+
+    def __init__(
+        self, records: RecordStore | Sequence[EvaluationResult], builder: ReportBuilder, stats: RunStats
+    ) -> None:
+        self._store = records if isinstance(records, RecordStore) else RecordStore.of(records)
         self._builder = builder
         self.stats = stats
         """Run counters: samples, failures, usage, cache hits and misses, retries, throttles, time."""
         self._report: Report | None = None
 
+    def __len__(self) -> int:
+        return len(self._store)
+
+    @overload
+    def __getitem__(self, index: int) -> EvaluationResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EvaluationResult]: ...
+
+    def __getitem__(self, index: int | slice) -> EvaluationResult | list[EvaluationResult]:
+        return self._store[index]
+
+    def __iter__(self) -> Iterator[EvaluationResult]:
+        return iter(self._store)
+
+    def __repr__(self) -> str:
+        where = "in a temporary file" if self._store.in_file else "in memory"
+        return f"EvaluationResults({len(self)} records {where}, metrics={self.metrics})"
+
+    @property
+    def in_file(self) -> bool:
+        """True when the records are kept in a temporary file (past ``records_in_memory``)."""
+        return self._store.in_file
+
     def summary(self) -> Report:
         """Aggregates per metric (mean, count, statuses, 95% bootstrap CI, pass rate), counters, records."""
         if self._report is None:
-            self._report = self._builder.build(self.stats, list(self))
+            self._report = self._builder.build(self.stats, self._store if self._store.in_file else list(self))
         return self._report
 
     @property

@@ -7,8 +7,10 @@ their claims and verdicts, summed usage, latency, and the row's id and index. No
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -182,4 +184,38 @@ def reserved_name(name: str) -> bool:
     return name in RESERVED_NAMES or name.startswith("model_")
 
 
-# -- aggregates -----------------------------------------------------------------------------------
+# -- one pass over many records ----------------------------------------------------------------------
+
+
+def _mean(record: EvaluationResult) -> float:
+    return math.inf if record.mean_score is None else record.mean_score
+
+
+class RecordScan:
+    """What a summary shows of many records, in one pass that holds only that.
+
+    The ``n`` records with the lowest mean score (lowest first, ties in the order given), the records
+    carrying errors (how many, and the first) and the scores of each of ``metrics``. Records read back
+    from a run's temporary file are each parsed once.
+    """
+
+    def __init__(self, records: Iterable[EvaluationResult], n: int, metrics: Sequence[str] = ()) -> None:
+        self.failed = 0
+        """Records carrying at least one error."""
+        self.first_failed: EvaluationResult | None = None
+        self.scores: dict[str, array[float]] = {name: array("d") for name in metrics}
+        """Per metric, the scores in the order given (unscored records left out)."""
+        self.worst = heapq.nsmallest(n, self._scored(records), key=_mean)
+        """The ``n`` lowest mean scores, lowest first."""
+
+    def _scored(self, records: Iterable[EvaluationResult]) -> Iterator[EvaluationResult]:
+        for record in records:
+            if record.errors:
+                self.failed += 1
+                self.first_failed = self.first_failed or record
+            for name, values in self.scores.items():
+                score = record.scores.get(name)
+                if score is not None:
+                    values.append(score)
+            if record.mean_score is not None:
+                yield record

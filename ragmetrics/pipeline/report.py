@@ -18,10 +18,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+)
 
 from ragmetrics import __version__
 from ragmetrics.judge.store import CacheCounts
+from ragmetrics.pipeline._record_store import RecordStore
 from ragmetrics.pipeline.canaries import CanaryResult
 from ragmetrics.pipeline.conversation_summary import ConversationSummary, ConversationTally
 from ragmetrics.pipeline.export import (
@@ -323,7 +332,7 @@ class ReportBuilder:
         return Report(
             aggregates=self.aggregates(),
             run=stats,
-            records=list(records or []),
+            records=records if isinstance(records, RecordStore) else list(records or []),
             judge_health=self.health.result(),
             judge_health_min=self.judge_health_min,
             canaries=list(self.canaries),
@@ -340,8 +349,9 @@ class Report(BaseModel):
     """Per metric, in the pipeline's metric order."""
     run: RunStats = Field(default_factory=RunStats)
     """Run-level counters: samples, failures, usage, cache, retries, throttles, time."""
-    records: list[EvaluationResult] = Field(default_factory=list)
-    """The records (empty for a streamed run, which does not keep them)."""
+    records: Sequence[EvaluationResult] = Field(default_factory=list)
+    """The records (empty for a streamed run, which does not keep them). A list, or for a run past
+    ``records_in_memory`` the run's records read back from its temporary file as they are iterated."""
     judge_health: dict[str, JudgeHealth] = Field(default_factory=dict)
     """Per judge spec: spans and quotes found in the texts it was given, verification re-asks."""
     judge_health_min: float | None = JUDGE_HEALTH_MIN
@@ -355,6 +365,16 @@ class Report(BaseModel):
     """When the report was made (UTC, ISO 8601)."""
     ragmetrics_version: str = __version__
     """The package version that made it."""
+
+    @field_validator("records", mode="wrap")
+    @classmethod
+    def _records_from_file(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """A run's records in its temporary file stay there (validating them would read them all)."""
+        return value if isinstance(value, RecordStore) else handler(value)
+
+    @field_serializer("records", mode="wrap")
+    def _write_records(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        return handler(list(value) if isinstance(value, RecordStore) else value)
 
     @classmethod
     def from_records(

@@ -30,6 +30,7 @@ from ragmetrics.pipeline._failure import BudgetExceededError, SampleTimeoutError
 from ragmetrics.pipeline._inputs import DuplicateIds, to_dataset, validate_all
 from ragmetrics.pipeline._inputs import columns_dataset as _columns_dataset
 from ragmetrics.pipeline._metric_call import MetricCall, share_judges
+from ragmetrics.pipeline._record_store import RECORDS_IN_MEMORY, RecordStore
 from ragmetrics.pipeline._results import EvaluationResults, PipelineEvent, PipelineRun
 from ragmetrics.pipeline._run_state import RunState
 from ragmetrics.pipeline._turn_rows import TurnOptions
@@ -41,7 +42,7 @@ from ragmetrics.pipeline.judge_health import JUDGE_HEALTH_MIN
 from ragmetrics.pipeline.progress import ProgressBar
 from ragmetrics.pipeline.report import EvaluationResult, ReportBuilder
 from ragmetrics.pipeline.run_loop import run_bounded
-from ragmetrics.pipeline.trust import mark_all, mark_untrusted, untrusted_judges
+from ragmetrics.pipeline.trust import mark_untrusted, untrusted_judges
 from ragmetrics.sample import Sample
 
 __all__ = [
@@ -132,6 +133,9 @@ class EvaluationPipeline:
             the tool names whose results are a turn's evidence; None (the default): every tool's.
         history_budget_tokens: For conversations: estimated tokens of history sent with each turn
             (the oldest messages are cut first, and each result says what was cut).
+        records_in_memory: The records :meth:`evaluate` keeps as objects. A longer run keeps its records
+            in an unnamed temporary file (deleted with the results) and reads them back at each access,
+            so its memory does not grow with the dataset; None keeps every record in memory.
 
     Raises:
         ConfigError: No metrics, an unknown metric name, duplicate metric names, or an invalid setting.
@@ -156,6 +160,7 @@ class EvaluationPipeline:
         canaries: bool = True,
         retrieval_tools: Collection[str] | None = None,
         history_budget_tokens: int = DEFAULT_HISTORY_BUDGET_TOKENS,
+        records_in_memory: int | None = RECORDS_IN_MEMORY,
     ) -> None:
         if isinstance(metrics, (str, bytes)) or not isinstance(metrics, Sequence) or not metrics:
             raise ConfigError("EvaluationPipeline needs a non-empty list of metrics")
@@ -174,6 +179,7 @@ class EvaluationPipeline:
         check_number(max_cost_usd, "max_cost_usd", owner, low=0, optional=True)
         check_int(max_calls, "max_calls", owner, minimum=0, optional=True)
         check_int(repeats, "repeats", owner, minimum=1)
+        check_int(records_in_memory, "records_in_memory", owner, minimum=0, optional=True)
         check_number(judge_health_min, "judge_health_min", owner, low=0, high=1, optional=True)
         for cb in callbacks:
             check_callable(cb, "callbacks", owner, expected="callables")
@@ -182,6 +188,7 @@ class EvaluationPipeline:
         self.max_cost_usd = max_cost_usd
         self.max_calls = max_calls
         self.repeats = repeats
+        self.records_in_memory = records_in_memory
         self.judge_health_min = judge_health_min
         self.raise_on_error = raise_on_error
         self.strict = strict
@@ -246,6 +253,7 @@ class EvaluationPipeline:
             canaries=self.canaries,
             retrieval_tools=self.turns.retrieval_tools,
             history_budget_tokens=self.turns.history_budget_tokens,
+            records_in_memory=self.records_in_memory,
         )
 
     # -- entry points --------------------------------------------------------------------------------
@@ -276,14 +284,13 @@ class EvaluationPipeline:
 
             return await evaluate_in_batches(self, ds, self.batch)
         box: list[RunState] = []
-        records: list[EvaluationResult] = []
+        records = RecordStore(self.records_in_memory)
         async for record in self._records(ds, box):
-            records.append(record)
-        records.sort(key=lambda r: r.index)
+            records.add(record)
         state = box[0]
         builder = state.builder
         why = untrusted_judges(builder.health.result(), builder.judge_health_min, builder.canaries)
-        if mark_all(records, why):  # the reading-rate gate is known only now: recount what changed
+        if records.seal(why):  # the reading-rate gate is known only now: recount what changed
             builder = state.builder = builder.recounted(records)
         return EvaluationResults(records, builder, state.stats())
 

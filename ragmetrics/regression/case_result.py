@@ -15,7 +15,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from numbers import Real
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -346,6 +346,11 @@ def _from_evaluation_results(items: Sequence[Any], out: dict[str, Any], problems
         out["samples"], out["metrics"] = record.samples, record.metrics
 
 
+def _is_sequence(value: object) -> TypeGuard[Sequence[Any]]:
+    """A list, a tuple or the ``EvaluationResults`` of a run (a read-only sequence); not a string."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
 def _observe(value: object) -> tuple[dict[str, Any], list[str]]:
     out: dict[str, Any] = {
         "score": None,
@@ -361,7 +366,7 @@ def _observe(value: object) -> tuple[dict[str, Any], list[str]]:
         _from_mapping(value, out, problems)
     elif _is_evaluation_result(value):
         _from_evaluation_results([value], out, problems)
-    elif isinstance(value, (list, tuple)) and value and all(_is_evaluation_result(v) for v in value):
+    elif _is_sequence(value) and value and all(_is_evaluation_result(v) for v in value):
         _from_evaluation_results(value, out, problems)
     else:
         hint = " (did you forget to return it?)" if value is None else ""
