@@ -19,7 +19,6 @@ from typing import Any
 from ragmetrics._aio import run_sync
 from ragmetrics.errors import ConfigError
 from ragmetrics.metrics import metric_from_name
-from ragmetrics.observe import trace_rows
 from ragmetrics.pipeline import EvaluationPipeline, EvaluationResults
 from ragmetrics.settings import judge_option_names
 
@@ -134,6 +133,8 @@ async def evaluate(
     if traces is not None:
         if data is not None:
             raise ConfigError("evaluate(): give data= or traces=, not both")
+        from ragmetrics.observe import trace_rows  # imported only for traces
+
         data = trace_rows(traces) if isinstance(traces, (str, os.PathLike)) else list(traces)
     pipeline_options, judge_options = _split_options(options)
     pipeline = EvaluationPipeline(metrics=_build(metrics, llm, threshold, judge_options), **pipeline_options)

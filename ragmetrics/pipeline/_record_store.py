@@ -10,18 +10,21 @@ at every access; the marks of an untrusted judge, known only when the run ends, 
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import threading
 import weakref
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
-from typing import IO, overload
+from typing import IO, Any, overload
 
 from ragmetrics.pipeline.export import dump_json, load_json_model
 from ragmetrics.pipeline.records import EvaluationResult
 from ragmetrics.pipeline.trust import mark_untrusted
 
 __all__ = ["RECORDS_IN_MEMORY", "RecordStore"]
+
+log = logging.getLogger(__name__)
 
 RECORDS_IN_MEMORY = 5_000
 """Records ``evaluate()`` keeps as objects; a longer run's records go to a temporary file."""
@@ -47,6 +50,10 @@ class RecordStore(Sequence[EvaluationResult]):
         store._objects = list(records)
         return store
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as its records, in dataset order, held in memory."""
+        return (RecordStore.of, (list(self),))
+
     @property
     def in_file(self) -> bool:
         """True when the records are in the temporary file, not in memory."""
@@ -59,8 +66,18 @@ class RecordStore(Sequence[EvaluationResult]):
             return
         self._objects.append(record)
         if self._limit is not None and len(self._objects) > self._limit:
-            self._file = tempfile.TemporaryFile(prefix="ragmetrics-records-")  # noqa: SIM115 (the store owns it)
-            self._closer = weakref.finalize(self, self._file.close)  # deleted with the store, or at exit
+            try:
+                self._file = tempfile.TemporaryFile(prefix="ragmetrics-records-")  # noqa: SIM115 (kept open)
+            except OSError as exc:
+                log.warning(
+                    "keeping every record in memory: no temporary file in %s (%s); set TMPDIR to a "
+                    "writable directory",
+                    tempfile.gettempdir(),
+                    exc,
+                )
+                self._limit = None
+                return
+            weakref.finalize(self, self._file.close)  # deleted with the store, or at exit
             for kept in self._objects:
                 self._write(kept)
             self._objects = []

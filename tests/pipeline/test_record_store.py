@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
+import tempfile
 
 import pytest
 
@@ -77,6 +79,8 @@ def test_a_run_past_records_in_memory_reads_every_record_back_from_its_file(tmp_
     assert html.count("Item 11 is blue.") >= 1 and "kept no records" not in html
     view = filed._repr_html_()
     assert "12 samples" in view and "Worst 5 samples" in view
+    copied = pickle.loads(pickle.dumps(filed))  # a copy holds the records themselves
+    assert not copied.in_file and [timeless(r) for r in copied] == [timeless(r) for r in kept]
 
 
 def test_an_untrusted_judges_marks_are_set_on_records_read_back_from_the_file():
@@ -120,3 +124,13 @@ def test_a_huge_runs_summary_is_the_arithmetic_of_its_records():
 def test_records_in_memory_is_checked(bad):
     with pytest.raises(ConfigError, match="records_in_memory"):
         EvaluationPipeline(metrics=["rouge"], records_in_memory=bad)
+
+
+def test_without_a_writable_temporary_directory_the_records_stay_in_memory(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    results = ragmetrics.evaluate_sync(
+        rows(5), metrics=["faithfulness"], llm="offline", progress=False, records_in_memory=2
+    )
+    assert not results.in_file and [r.index for r in results] == list(range(5))
+    assert all(r.faithfulness is not None for r in results)
+    assert "keeping every record in memory" in caplog.text and "TMPDIR" in caplog.text
