@@ -3,7 +3,8 @@
 A fresh interpreter is spawned for each run; the loopback fake LLM server in this process stamps each
 request as it arrives (``time.monotonic``, one clock for every process on Linux), so the figure is
 spawn to the first request the judge sends (a canary, unless ``--no-canaries``). The bundled
-example's 12 rows, the three core metrics, cache off.
+example's 12 rows, the three core metrics, cache off. The floor: a script that only imports openai and
+instructor and sends one structured request (what any package on this transport pays).
 Medians of ``--runs`` (5). Also recorded: the child's own import timeline (``-X importtime``, top
 modules) for one run. Writes ``benchmarks/results/first_request.json``.
 
@@ -38,7 +39,26 @@ ragmetrics.evaluate_sync(rows, metrics=sys.argv[2].split(","), llm=sys.argv[3], 
 """
 
 
+FLOOR = """
+import asyncio, sys
+import instructor, openai
+from pydantic import BaseModel
+class Reply(BaseModel):
+    answer: str
+async def main():
+    client = instructor.from_openai(openai.AsyncOpenAI(base_url=sys.argv[1], api_key="x"))
+    try:
+        await client.chat.completions.create(model="gpt-4o-mini", response_model=Reply, max_retries=0,
+                                             messages=[{"role": "user", "content": "hi"}])
+    except Exception:
+        pass
+asyncio.run(main())
+"""
+
+
 def command(kind: str, spec: str, canaries: bool, work: Path) -> list[str]:
+    if kind == "floor":  # the transport alone: import openai and instructor, send one structured request
+        return [sys.executable, "-c", FLOOR, spec.split("@", 1)[1]]
     if kind == "cli":
         cmd = [
             sys.executable,
@@ -116,19 +136,26 @@ def main() -> None:
                 "runs": runs,
             }
             print(key, json.dumps(result[key]["first_request_s_median"]), flush=True)
+    runs = [one_run("floor", False, env) for _ in range(args.runs)]
+    result["floor"] = {
+        "first_request_s_median": statistics.median(r["first_request_s"] for r in runs),
+        "runs": runs,
+    }
+    print("floor", result["floor"]["first_request_s_median"], flush=True)
     result["import_timeline"] = one_run("python", False, env, importtime=True)["imports"]
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results[args.label] = result
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print("| run | CLI | CLI, no canaries | evaluate_sync | evaluate_sync, no canaries |")
-    print("|---|---|---|---|---|")
+    print("| run | CLI | CLI, no canaries | evaluate_sync | evaluate_sync, no canaries | transport alone |")
+    print("|---|---|---|---|---|---|")
     for label, r in results.items():
         cells = [
             r[k]["first_request_s_median"]
             for k in ("cli, canaries on", "cli, canaries off", "python, canaries on", "python, canaries off")
         ]
-        print(f"| {label} | " + " | ".join(f"{c:.2f} s" for c in cells) + " |")
+        floor = f"{r['floor']['first_request_s_median']:.2f} s" if "floor" in r else "-"
+        print(f"| {label} | " + " | ".join(f"{c:.2f} s" for c in cells) + f" | {floor} |")
 
 
 if __name__ == "__main__":

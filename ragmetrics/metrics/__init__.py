@@ -15,8 +15,9 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Mapping
+from functools import cache
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.metrics.aliases import METRIC_ALIASES, canonical_metric_name, did_you_mean
@@ -30,13 +31,6 @@ from ragmetrics.metrics.claims.faithfulness import FaithfulnessMetric
 from ragmetrics.metrics.claims.groundedness import GroundednessMetric
 from ragmetrics.metrics.claims.metric import ClaimMetric, ClaimScore, Found
 from ragmetrics.metrics.claims.relevancy import RelevancyMetric
-from ragmetrics.metrics.conversation.session import (
-    ConversationCompleteness,
-    KnowledgeRetention,
-    TaskCompletion,
-)
-from ragmetrics.metrics.evaluators.base import Evaluator
-from ragmetrics.metrics.evaluators.factory import EVALUATOR_TYPES
 
 __all__ = [
     "BUILTIN_METRICS",
@@ -71,20 +65,43 @@ RAG_METRICS: Mapping[str, type] = MappingProxyType(
 )
 """The claim-based RAG metrics by name."""
 
-CONVERSATION_METRICS: Mapping[str, type] = MappingProxyType(
-    {cls.name: cls for cls in (KnowledgeRetention, ConversationCompleteness, TaskCompletion)}
-)
-"""The conversation-level metrics by name: one judge call per conversation each, on no turn."""
 
-BUILTIN_METRICS: Mapping[str, type] = MappingProxyType(
-    {**RAG_METRICS, **CONVERSATION_METRICS, **EVALUATOR_TYPES}
-)
-"""Every built-in metric and evaluator by its snake_case name (the evaluators from their one table)."""
+@cache
+def _tables() -> dict[str, Any]:
+    """The tables that name the conversation-level metrics and the evaluators (imported on first use)."""
+    from ragmetrics.metrics.conversation.session import (
+        ConversationCompleteness,
+        KnowledgeRetention,
+        TaskCompletion,
+    )
+    from ragmetrics.metrics.evaluators.factory import EVALUATOR_TYPES
 
-BY_NAME = tuple(
-    sorted([*RAG_METRICS, *CONVERSATION_METRICS, *(n for n, cls in EVALUATOR_TYPES.items() if cls.by_name)])
-)
-"""The metric names accepted in place of a metric object (the CLI's ``--metrics``, ``evaluate()``)."""
+    conversation = {cls.name: cls for cls in (KnowledgeRetention, ConversationCompleteness, TaskCompletion)}
+    by_name = [*RAG_METRICS, *conversation, *(n for n, cls in EVALUATOR_TYPES.items() if cls.by_name)]
+    return {
+        # the conversation-level metrics by name: one judge call per conversation each, on no turn
+        "CONVERSATION_METRICS": MappingProxyType(conversation),
+        # every built-in metric and evaluator by its snake_case name (the evaluators from their one table)
+        "BUILTIN_METRICS": MappingProxyType({**RAG_METRICS, **conversation, **EVALUATOR_TYPES}),
+        # the metric names accepted in place of a metric object (the CLI's --metrics, evaluate())
+        "BY_NAME": tuple(sorted(by_name)),
+        "EVALUATOR_TYPES": EVALUATOR_TYPES,
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """``CONVERSATION_METRICS``, ``BUILTIN_METRICS``, ``BY_NAME`` and ``Evaluator``, loaded on first use.
+
+    A run of the claim metrics then imports neither the evaluators nor the conversation-level metrics
+    before its first judge call.
+    """
+    if name == "Evaluator":
+        from ragmetrics.metrics.evaluators.base import Evaluator
+
+        return Evaluator
+    if name in ("CONVERSATION_METRICS", "BUILTIN_METRICS", "BY_NAME"):
+        return _tables()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def metric_from_name(
@@ -115,9 +132,10 @@ def metric_from_name(
         return _metric_from_path(name, llm=llm, threshold=threshold, cache=cache, **options)
     name = canonical_metric_name(name)
     embeddings = options.pop("embeddings", None)
-    if name in RAG_METRICS or name in CONVERSATION_METRICS:
+    tables = {} if name in RAG_METRICS else _tables()
+    if name in RAG_METRICS or name in tables["CONVERSATION_METRICS"]:
         judge = {} if llm is None else {"llm": llm}
-        cls = RAG_METRICS.get(name) or CONVERSATION_METRICS[name]
+        cls = RAG_METRICS.get(name) or tables["CONVERSATION_METRICS"][name]
         return cls(threshold=threshold, cache=cache, **judge, **options)
     if name == "cosine_similarity":
         from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD
@@ -128,13 +146,14 @@ def metric_from_name(
             threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
             cache=cache,
         )
-    if name in BY_NAME:
-        cls = EVALUATOR_TYPES[name]
+    if name in tables["BY_NAME"]:
+        cls = tables["EVALUATOR_TYPES"][name]
         graded = "threshold" in inspect.signature(cls).parameters  # others keep their own pass mark
         return cls(threshold=threshold) if graded else cls()
+    by_name = tables["BY_NAME"]
     raise ConfigError(
-        f"unknown metric {shorten(name, 80)!r}{did_you_mean(name, [*BY_NAME, 'cosine_similarity'])}; "
-        f"choose from {', '.join(BY_NAME)}, cosine_similarity (with embeddings=), or another tool's name "
+        f"unknown metric {shorten(name, 80)!r}{did_you_mean(name, [*by_name, 'cosine_similarity'])}; "
+        f"choose from {', '.join(by_name)}, cosine_similarity (with embeddings=), or another tool's name "
         f"for one of them ({', '.join(METRIC_ALIASES)}); other evaluators need options: pass a metric "
         "object, or use a suite file"
     )
@@ -167,3 +186,11 @@ def _metric_from_path(path: str, *, llm: Any, threshold: float | None, cache: bo
             "function of a Sample"
         )
     return target
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from ragmetrics.metrics.evaluators.base import Evaluator
+
+    CONVERSATION_METRICS: Mapping[str, type]
+    BUILTIN_METRICS: Mapping[str, type]
+    BY_NAME: tuple[str, ...]
