@@ -85,7 +85,8 @@ def one_run(kind: str, canaries: bool, env: dict[str, str], importtime: bool = F
             cmd.insert(1, "-X")
             cmd.insert(2, "importtime")
         started = time.monotonic()
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        # cwd: python -c and -m put it first on sys.path, so a checkout there would shadow --src
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=tmp)
         ended = time.monotonic()
         chats = sorted((r.received_at, r.body) for r in srv.requests if r.endpoint == "chat")
         probes = [p.received_at for p in srv.probes]
