@@ -123,7 +123,12 @@ def main() -> None:
     parser.add_argument("--label", default="after")
     parser.add_argument("--src", type=Path, help="another checkout of ragmetrics to measure")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--ab", type=Path, help="another checkout, run in turns with this one and the floor (shared machines)"
+    )
     args = parser.parse_args()
+    if args.ab:
+        return ab(args)
     env = dict(os.environ, OPENAI_API_KEY="sk-benchmark-dummy", RAGMETRICS_CACHE_DIR=tempfile.mkdtemp())
     if args.src:
         env["PYTHONPATH"] = str(args.src.resolve())
@@ -148,15 +153,39 @@ def main() -> None:
     results[args.label] = result
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print_table(results)
+
+
+def print_table(results: dict[str, Any]) -> None:
     print("| run | CLI | CLI, no canaries | evaluate_sync | evaluate_sync, no canaries | transport alone |")
     print("|---|---|---|---|---|---|")
     for label, r in results.items():
+        if "medians" in r:
+            continue
         cells = [
             r[k]["first_request_s_median"]
             for k in ("cli, canaries on", "cli, canaries off", "python, canaries on", "python, canaries off")
         ]
         floor = f"{r['floor']['first_request_s_median']:.2f} s" if "floor" in r else "-"
         print(f"| {label} | " + " | ".join(f"{c:.2f} s" for c in cells) + f" | {floor} |")
+
+
+def ab(args: argparse.Namespace) -> None:
+    """This checkout and ``--ab`` in turns, with the transport alone, canaries on: load hits all alike."""
+    env = dict(os.environ, OPENAI_API_KEY="sk-benchmark-dummy", RAGMETRICS_CACHE_DIR=tempfile.mkdtemp())
+    sources = {"this": env, "other": dict(env, PYTHONPATH=str(args.ab.resolve()))}
+    got: dict[str, list[float]] = {}
+    for _ in range(args.runs):
+        got.setdefault("floor", []).append(one_run("floor", True, env)["first_request_s"])
+        for kind in ("python", "cli"):
+            for name, where in sources.items():
+                got.setdefault(f"{kind}, {name}", []).append(one_run(kind, True, where)["first_request_s"])
+    medians = {key: statistics.median(values) for key, values in got.items()}
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results[f"in turns: {args.label}"] = {"other": str(args.ab), "medians": medians, "runs": got}
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    for key, value in medians.items():
+        print(f"{key}: {value:.3f} s ({value - medians['floor']:+.3f} s over the transport alone)")
 
 
 if __name__ == "__main__":
