@@ -12,7 +12,7 @@ JUnit, the report) shows it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from ragmetrics.pipeline.canaries import CanaryResult
 from ragmetrics.pipeline.judge_health import JudgeHealth, judge_gate
@@ -68,8 +68,3 @@ def mark_untrusted(record: EvaluationResult, why: Mapping[str, str]) -> bool:
         got = [s for s in record.scores.values() if s is not None]
         record.mean_score = math.fsum(got) / len(got) if got else None
     return changed
-
-
-def mark_all(records: Sequence[EvaluationResult], why: Mapping[str, str]) -> int:
-    """Mark every record; the number of records changed."""
-    return sum(mark_untrusted(r, why) for r in records)
