@@ -12,7 +12,7 @@ import json
 import logging
 
 from ragmetrics.judge.local import kind_from_models
-from ragmetrics.judge.providers._deadline import http_module
+from ragmetrics.judge.providers._deadline import http_module, tls_options
 
 __all__ = ["MODELS_BODY_MAX_BYTES", "PROBE_HEADER", "detect_kind"]
 
@@ -36,7 +36,7 @@ async def detect_kind(base_url: str, api_key: str, *, timeout_s: float) -> str:
     url = base_url.rstrip("/") + "/models"
     body = bytearray()
     try:
-        async with client_class(timeout=timeout_s) as client:
+        async with client_class(timeout=timeout_s, **tls_options(client_class)) as client:
             headers = {"Authorization": f"Bearer {api_key}", PROBE_HEADER: "server-kind"}
             async with client.stream("GET", url, headers=headers) as resp:
                 if resp.status_code != 200:
