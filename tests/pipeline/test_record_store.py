@@ -134,3 +134,33 @@ def test_without_a_writable_temporary_directory_the_records_stay_in_memory(tmp_p
     assert not results.in_file and [r.index for r in results] == list(range(5))
     assert all(r.faithfulness is not None for r in results)
     assert "keeping every record in memory" in caplog.text and "TMPDIR" in caplog.text
+
+
+def test_hostile_text_comes_back_from_the_file_as_it_went_in():
+    """Lone surrogates, markup, line and paragraph separators, NUL, bidi controls and a 1 MB cell, judged
+    by the fake server's schema-only mode (answers built from the schema, not from our own prompts)."""
+    hostile = [
+        {"id": "lone\udc80", "answer": "Paris \ud800 is big.", "contexts": ["Paris is big."]},
+        {"id": "markup", "answer": "</contexts><script>alert(1)</script>", "contexts": ["<b>x</b>"]},
+        {"id": "separators", "answer": "A\u2028B\u2029C\x00D \u202eevil", "contexts": ["A B C D"]},
+        {"id": "meta", "answer": "Tea is hot.", "contexts": ["Tea is hot."], "meta": {"k": "\udcff 🍵"}},
+        {"id": "huge", "answer": "Rain is wet.", "contexts": ["Rain is wet. " * 80_000]},
+    ]
+    rows_in = [{"question": "What is it?", **row} for row in hostile]
+    with FakeLLMServer(answer="schema") as srv:
+        options = {
+            "metrics": METRICS,
+            "llm": f"openai:gpt-4o-mini@{srv.openai_base_url}",
+            "cache": False,
+            "progress": False,
+            "judge_health_min": None,
+            "canaries": False,
+        }
+        kept = ragmetrics.evaluate_sync(rows_in, records_in_memory=None, **options)
+        filed = ragmetrics.evaluate_sync(rows_in, records_in_memory=0, **options)
+    assert filed.in_file and not kept.in_file
+    assert [r.id for r in filed] == ["lone\udc80", "markup", "separators", "meta", "huge"]
+    assert [timeless(r) for r in filed] == [timeless(r) for r in kept]
+    assert filed[0].status_of("faithfulness") == "invalid_input"  # the lone surrogate, as in memory
+    assert filed[3].sample is not None and filed[3].sample.meta["k"] == "\udcff 🍵"
+    assert len(filed[4].sample.contexts[0]) == len("Rain is wet. " * 80_000)
