@@ -3,8 +3,9 @@
 A fresh interpreter is spawned for each run; the loopback fake LLM server in this process stamps each
 request as it arrives (``time.monotonic``, one clock for every process on Linux), so the figure is
 spawn to the first request the judge sends (a canary, unless ``--no-canaries``). The bundled
-example's 12 rows, the three core metrics, cache off. The floor: a script that only imports openai and
-instructor and sends one structured request (what any package on this transport pays).
+example's 12 rows, the three core metrics, cache off. Two floors, scripts that only import openai and
+instructor and send one structured request: through ``chat.completions.create`` (which loads the SDK's
+``resources`` package, every API it has) and through the client's public ``post``, as ragmetrics does.
 Medians of ``--runs`` (5). Also recorded: the child's own import timeline (``-X importtime``, top
 modules) for one run. Writes ``benchmarks/results/first_request.json``.
 
@@ -55,10 +56,34 @@ async def main():
 asyncio.run(main())
 """
 
+FLOOR_POST = """
+import asyncio, sys
+import instructor, openai
+from openai.types.chat import ChatCompletion
+from pydantic import BaseModel
+class Reply(BaseModel):
+    answer: str
+async def main():
+    raw = openai.AsyncOpenAI(base_url=sys.argv[1], api_key="x")
+    async def create(**body):
+        return await raw.post("/chat/completions", body=body, cast_to=ChatCompletion)
+    mode, provider = instructor.Mode.TOOLS, instructor.Provider.OPENAI
+    patched = instructor.patch(create=create, mode=mode)
+    client = instructor.AsyncInstructor(client=raw, create=patched, mode=mode, provider=provider)
+    try:
+        await client.chat.completions.create(model="gpt-4o-mini", response_model=Reply, max_retries=0,
+                                             messages=[{"role": "user", "content": "hi"}])
+    except Exception:
+        pass
+asyncio.run(main())
+"""
+
+FLOORS = {"floor": FLOOR, "floor_post": FLOOR_POST}
+
 
 def command(kind: str, spec: str, canaries: bool, work: Path) -> list[str]:
-    if kind == "floor":  # the transport alone: import openai and instructor, send one structured request
-        return [sys.executable, "-c", FLOOR, spec.split("@", 1)[1]]
+    if kind in FLOORS:  # the transport alone: import openai and instructor, send one structured request
+        return [sys.executable, "-c", FLOORS[kind], spec.split("@", 1)[1]]
     if kind == "cli":
         cmd = [
             sys.executable,
@@ -146,12 +171,13 @@ def main() -> None:
                 "runs": runs,
             }
             print(key, json.dumps(result[key]["first_request_s_median"]), flush=True)
-    runs = [one_run("floor", False, env) for _ in range(args.runs)]
-    result["floor"] = {
-        "first_request_s_median": statistics.median(r["first_request_s"] for r in runs),
-        "runs": runs,
-    }
-    print("floor", result["floor"]["first_request_s_median"], flush=True)
+    for kind in FLOORS:
+        runs = [one_run(kind, False, env) for _ in range(args.runs)]
+        result[kind] = {
+            "first_request_s_median": statistics.median(r["first_request_s"] for r in runs),
+            "runs": runs,
+        }
+        print(kind, result[kind]["first_request_s_median"], flush=True)
     result["import_timeline"] = one_run("python", False, env, importtime=True)["imports"]
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results[args.label] = result
@@ -161,8 +187,11 @@ def main() -> None:
 
 
 def print_table(results: dict[str, Any]) -> None:
-    print("| run | CLI | CLI, no canaries | evaluate_sync | evaluate_sync, no canaries | transport alone |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| run | CLI | CLI, no canaries | evaluate_sync | evaluate_sync, no canaries "
+        "| transport alone, create | transport alone, post |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for label, r in results.items():
         if "medians" in r:
             continue
@@ -170,8 +199,8 @@ def print_table(results: dict[str, Any]) -> None:
             r[k]["first_request_s_median"]
             for k in ("cli, canaries on", "cli, canaries off", "python, canaries on", "python, canaries off")
         ]
-        floor = f"{r['floor']['first_request_s_median']:.2f} s" if "floor" in r else "-"
-        print(f"| {label} | " + " | ".join(f"{c:.2f} s" for c in cells) + f" | {floor} |")
+        floors = [f"{r[k]['first_request_s_median']:.2f} s" if k in r else "-" for k in FLOORS]
+        print(f"| {label} | " + " | ".join([*(f"{c:.2f} s" for c in cells), *floors]) + " |")
 
 
 def ab(args: argparse.Namespace) -> None:
@@ -180,7 +209,8 @@ def ab(args: argparse.Namespace) -> None:
     sources = {str(path): dict(env, PYTHONPATH=str(path.resolve())) for path in args.ab}
     got: dict[str, list[float]] = {}
     for _ in range(args.runs):
-        got.setdefault("floor", []).append(one_run("floor", True, env)["first_request_s"])
+        for kind in FLOORS:
+            got.setdefault(kind, []).append(one_run(kind, True, env)["first_request_s"])
         for kind in ("python", "cli"):
             for name, where in sources.items():
                 got.setdefault(f"{kind}, {name}", []).append(one_run(kind, True, where)["first_request_s"])
@@ -189,7 +219,7 @@ def ab(args: argparse.Namespace) -> None:
     results[f"in turns: {args.label}"] = {"medians": medians, "runs": got}
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     for key, value in medians.items():
-        print(f"{key}: {value:.3f} s ({value - medians['floor']:+.3f} s over the transport alone)")
+        print(f"{key}: {value:.3f} s ({value - medians['floor_post']:+.3f} s over the transport alone, post)")
 
 
 if __name__ == "__main__":

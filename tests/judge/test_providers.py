@@ -9,7 +9,11 @@ a log line.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -167,6 +171,56 @@ def test_a_client_with_its_own_http_client_keeps_it_open(srv: FakeLLMServer) -> 
         await http.aclose()
 
     asyncio.run(run())
+
+
+_SAME_EITHER_WAY = ("authorization", "content-type", "accept", "user-agent", "x-stainless-lang")
+
+
+@pytest.mark.parametrize("mode", ["tools", "json_schema", "json_object_schema"])
+def test_a_spec_judge_sends_what_a_users_client_sends_through_chat_completions_create(
+    srv: FakeLLMServer, mode: str
+) -> None:
+    """A judge built from a spec posts through its SDK client's public ``post`` (the first request skips
+    the SDK's ``resources`` package, issue 42); a user's client is called through its own
+    ``chat.completions.create``. The server sees the same requests either way, in every wire form."""
+    client = openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key=SECRET)
+    spec = {"llm": "openai:gpt-4o-mini", "api_key": SECRET, "base_url": srv.openai_base_url}
+    sent: dict[str, list[Any]] = {}
+    for name, llm in (("spec", spec), ("client", {"llm": client})):
+        start = len(srv.requests)
+        result = FaithfulnessMetric(**llm, cache=False, mode=mode, seed=7).evaluate_sync(Q, A, C)
+        assert result.status == "ok", result.message
+        sent[name] = [
+            (r.body, r.mode, {k: v for k, v in r.headers.items() if k in _SAME_EITHER_WAY})
+            for r in srv.requests[start:]
+            if r.endpoint == "chat"
+        ]
+    _close(client)
+    assert len(sent["spec"]) == 2 and sent["spec"] == sent["client"]
+    body, wire, headers = sent["spec"][0]
+    assert body["seed"] == 7 and headers["authorization"] == "[redacted]"
+    assert wire == {"json_object_schema": "json_object"}.get(mode, mode)
+
+
+def test_a_spec_judge_loads_none_of_the_sdks_resources(srv: FakeLLMServer, tmp_path: Path) -> None:
+    """``openai.resources`` imports every API of the SDK (0.3 s with openai 3) before the first request."""
+    code = (
+        "import sys, ragmetrics; metric = ragmetrics.FaithfulnessMetric(llm=sys.argv[1], cache=False); "
+        "result = metric.evaluate_sync(*__import__('json').loads(sys.argv[2])); "
+        "print(result.status, [m for m in sys.modules if m.startswith('openai.resources')])"
+    )
+    spec = f"openai:gpt-4o-mini@{srv.openai_base_url}"
+    env = dict(os.environ, OPENAI_API_KEY="sk-" + "k" * 20)
+    done = subprocess.run(
+        [sys.executable, "-c", code, spec, json.dumps([Q, A, C])],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["ok", "[]"]
+    assert any(r.endpoint == "chat" for r in srv.requests)
 
 
 def test_azure_client_and_spec_speak_azures_deployment_path(
