@@ -2,7 +2,7 @@
 
 import sys
 
-from ragmetrics.cli import main
+from ragmetrics.cli import program
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(program())

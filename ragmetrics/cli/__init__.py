@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ragmetrics.cli.app import main
+from ragmetrics.cli.app import main, program
 
-__all__ = ["main"]
+__all__ = ["main", "program"]

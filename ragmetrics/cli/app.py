@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ragmetrics._aio import own_process
 from ragmetrics.cli._args import EXIT_FAIL, EXIT_OK, EXIT_PIPE, EXIT_USAGE
 from ragmetrics.cli._test_flags import TEST_EPILOG
 from ragmetrics.cli.calibrate import add_calibrate_command
@@ -25,7 +26,7 @@ from ragmetrics.cli.run_fake_server import add_fake_server_command
 from ragmetrics.cli.run_generate import add_generate_command
 from ragmetrics.cli.run_tests import add_test_command
 
-__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE", "main", "program"]
 
 _SUITE_ALLOW_FLAGS = (
     ("judge_url", "allow_judge_url"),
@@ -63,6 +64,16 @@ def _build_parser() -> argparse.ArgumentParser:
     add_calibrate_command(commands)
     add_fake_server_command(commands)
     return parser
+
+
+def program() -> int:
+    """The ``ragmetrics`` program (its console script, ``python -m ragmetrics``).
+
+    :func:`main` on ``sys.argv``, in a process of its own: that lets ``eval`` hold the garbage collector
+    through its start-up (:func:`ragmetrics._aio.collector_held`).
+    """
+    own_process()
+    return main()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,4 +128,4 @@ def _reader_gone() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(program())

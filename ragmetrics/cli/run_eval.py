@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragmetrics._aio import collector_held
 from ragmetrics.cli._args import (
     EXIT_BATCH,
     EXIT_FAIL,
@@ -66,7 +67,8 @@ def add_eval_command(commands: Any) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     """Run ``ragmetrics eval``; returns the exit code."""
     try:
-        return _eval(args)
+        with collector_held():  # until the first judge call or record: see ragmetrics._aio.collector_held
+            return _eval(args)
     except UsageError as exc:
         say(f"ragmetrics eval: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -17,7 +17,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from ragmetrics._aio import run_sync
+from ragmetrics._aio import release_collector, run_sync
 from ragmetrics._check import check_callable, check_int, check_number
 from ragmetrics.errors import ConfigError, InvalidInputError
 from ragmetrics.judge import metering
@@ -447,6 +447,7 @@ class EvaluationPipeline:
                 run_bounded(ds.sample_rows(), one_row, concurrency=self.concurrency)
             ) as finished_rows:
                 async for record, exc in finished_rows:
+                    release_collector()  # the eval command's start-up ends here at the latest
                     if probe is not None and not probe.done():  # no record goes out before their verdict
                         await asyncio.wait([probe])
                     mark_untrusted(record, untrusted_judges({}, self.judge_health_min, builder.canaries))

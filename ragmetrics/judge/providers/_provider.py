@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
+from ragmetrics._aio import release_collector
 from ragmetrics.errors import JudgeError, JudgeOutputError
 from ragmetrics.judge import metering
 from ragmetrics.judge.base import JudgeReply, JudgeRequest, ModelT
@@ -372,6 +373,7 @@ class ProviderJudge(ABC):
                         client = self._client()  # built before the rate grant, so the grant is used at once
                         if self.rate is not None:
                             await self.rate.acquire(_prompt_estimate(request))
+                        release_collector()  # the command's start-up ends with its first call
                         marked = _IN_OUR_CALL.set(True)  # copied into the task wait_for makes
                         try:  # a backstop: each HTTP attempt ends at timeout_s on our HTTP clients
                             outcome = await asyncio.wait_for(
