@@ -191,3 +191,50 @@ async def test_a_provider_judge_over_an_unusable_cache_folder_says_where_and_wha
     with pytest.raises(CacheError, match=r"judge cache at .*not-a-folder.*--no-cache"):
         await judge.complete(extract_request(Sample.from_fields(question=seed.PARIS_Q, answer=seed.PARIS_A)))
     await judge.aclose()
+
+
+OPEN_AT_ONCE = """
+import sys, time
+from pathlib import Path
+from ragmetrics.judge.rows import JsonRows
+base, start, me = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+failed = []
+for trial in range(40):
+    while time.time() < start + trial * 0.015:
+        time.sleep(0.001)
+    rows = JsonRows(base / str(trial), what="judge cache", hint="")
+    try:
+        rows.get("k")
+        rows.set_many({me: trial})
+    except Exception as exc:
+        failed.append(f"{trial}: {exc}")
+    finally:
+        rows.close()
+print(failed)
+"""
+
+
+def test_processes_opening_one_new_store_at_once_all_get_it(tmp_path):
+    """Switching a new file to WAL while another process opens it was "database is locked" at once,
+    without the busy timeout (27 of 300 such opens failed); the switch waits now."""
+    import subprocess
+    import sys
+    import time
+
+    start = str(time.time() + 1.0)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_AT_ONCE, str(tmp_path), start, f"p{i}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(3)
+    ]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert outs == ["[]"] * 3
+    from ragmetrics.judge.rows import JsonRows
+
+    for trial in range(40):
+        rows = JsonRows(tmp_path / str(trial), what="judge cache", hint="")
+        assert rows.count() == 3 and rows.get("p0") == trial
+        rows.close()
