@@ -176,7 +176,7 @@ def test_a_client_with_its_own_http_client_keeps_it_open(srv: FakeLLMServer) -> 
 _SAME_EITHER_WAY = ("authorization", "content-type", "accept", "user-agent", "x-stainless-lang")
 
 
-@pytest.mark.parametrize("mode", ["tools", "json_schema", "json_object_schema"])
+@pytest.mark.parametrize("mode", ["tools", "json_schema", "json_object_schema", "json"])
 def test_a_spec_judge_sends_what_a_users_client_sends_through_chat_completions_create(
     srv: FakeLLMServer, mode: str
 ) -> None:
@@ -199,7 +199,7 @@ def test_a_spec_judge_sends_what_a_users_client_sends_through_chat_completions_c
     assert len(sent["spec"]) == 2 and sent["spec"] == sent["client"]
     body, wire, headers = sent["spec"][0]
     assert body["seed"] == 7 and headers["authorization"] == "[redacted]"
-    assert wire == {"json_object_schema": "json_object"}.get(mode, mode)
+    assert wire == {"json_object_schema": "json_object", "json": "json_object"}.get(mode, mode)
 
 
 def test_a_spec_judge_loads_none_of_the_sdks_resources(srv: FakeLLMServer, tmp_path: Path) -> None:
