@@ -59,13 +59,14 @@ def collector_held() -> Iterator[None]:
     Up to a judged run's first request, CPython's cyclic collector scanned the objects being imported
     (the judge SDK's modules and types, pydantic's schemas) some 340 times, two of them full passes:
     0.13 s of the 0.9 s before the first request, measured, to find next to no garbage. Held, it is
-    released by :func:`release_collector` (the first judge call about to be sent, or the first record
-    done, whichever comes first) or at the end: what exists is frozen (``gc.freeze``: moved to the
-    permanent generation, never scanned again, so a long run's full passes are shorter too) and the
-    collector turned back on. Frozen objects are still freed by reference counting; only cyclic
-    garbage made before the first request stays (about 1,600 objects, 0.3 MB, for the bundled
-    example). Library calls (``evaluate()``, a ``main()`` called in-process) leave the caller's
-    collector alone, and a collector someone already turned off is left off.
+    released by :func:`release_collector` (the first judge call about to be sent, the first record
+    done, or a batch run's start, whichever comes first) or at the end: what exists is frozen
+    (``gc.freeze``: moved to the permanent generation, never scanned again, so a long run's full
+    passes are shorter too) and the collector turned back on. Frozen objects are still freed by
+    reference counting; only cyclic garbage made before the first request stays (about 1,600
+    objects, 0.3 MB, for the bundled example). Library calls (``evaluate()``, a ``main()`` called
+    in-process) leave the caller's collector alone, and a collector someone already turned off is
+    left off.
     """
     global _held
     if not _own or _held or not gc.isenabled():

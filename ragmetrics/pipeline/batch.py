@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ragmetrics._aio import release_collector
 from ragmetrics._check import check_int, check_number
 from ragmetrics.errors import BatchPendingError, ConfigError
 from ragmetrics.judge.cache import CachingJudge
@@ -208,6 +209,7 @@ async def evaluate_in_batches(
         BatchPendingError: ``max_wait_s`` passed with batches still running.
         JudgeError: The batch API itself failed (upload, create, poll or download).
     """
+    release_collector()  # the eval command's start-up ends before it may wait on batches for hours
     lanes = _lanes(pipeline, options)
     dataset = dataset.materialize()  # read once per round
     started = time.monotonic()

@@ -61,8 +61,14 @@ def test_eval_holds_the_collector_until_its_first_request_then_freezes_start_up(
     assert called["enabled"] and called["frozen"] == 0
 
 
-def test_a_run_without_requests_or_stopped_early_still_turns_the_collector_back_on(tmp_path: Path) -> None:
+def test_a_run_without_requests_in_batches_or_stopped_early_turns_the_collector_back_on(
+    fake_llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
     offline = _run("program", "eval", "--example", "--judge", "offline", "--quiet", cwd=tmp_path)
     assert offline["code"] == 0 and offline["enabled"] and offline["frozen"] > 0  # at its first record
+    judge = f"openai:gpt-4o-mini@{fake_llm_server.openai_base_url}"
+    batch = ("--judge", judge, "--metrics", "faithfulness", "--batch", "--poll-interval", "0", "--quiet")
+    batched = _run("program", "eval", "--example", *batch, cwd=tmp_path)
+    assert batched["code"] == 0 and batched["enabled"] and batched["frozen"] > 0  # before any batch wait
     refused = _run("program", "eval", str(tmp_path / "missing.jsonl"), "--judge", "offline", cwd=tmp_path)
     assert refused["code"] == 2 and refused["enabled"]
