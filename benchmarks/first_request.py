@@ -43,33 +43,20 @@ ragmetrics.evaluate_sync(rows, metrics=sys.argv[2].split(","), llm=sys.argv[3], 
 FLOOR = """
 import asyncio, sys
 import instructor, openai
-from pydantic import BaseModel
-class Reply(BaseModel):
-    answer: str
-async def main():
-    client = instructor.from_openai(openai.AsyncOpenAI(base_url=sys.argv[1], api_key="x"))
-    try:
-        await client.chat.completions.create(model="gpt-4o-mini", response_model=Reply, max_retries=0,
-                                             messages=[{"role": "user", "content": "hi"}])
-    except Exception:
-        pass
-asyncio.run(main())
-"""
-
-FLOOR_POST = """
-import asyncio, sys
-import instructor, openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 class Reply(BaseModel):
     answer: str
-async def main():
-    raw = openai.AsyncOpenAI(base_url=sys.argv[1], api_key="x")
+def through_create(raw):
+    return instructor.from_openai(raw)
+def through_post(raw):
     async def create(**body):
         return await raw.post("/chat/completions", body=body, cast_to=ChatCompletion)
     mode, provider = instructor.Mode.TOOLS, instructor.Provider.OPENAI
     patched = instructor.patch(create=create, mode=mode)
-    client = instructor.AsyncInstructor(client=raw, create=patched, mode=mode, provider=provider)
+    return instructor.AsyncInstructor(client=raw, create=patched, mode=mode, provider=provider)
+async def main():
+    client = {WAY}(openai.AsyncOpenAI(base_url=sys.argv[1], api_key="x"))
     try:
         await client.chat.completions.create(model="gpt-4o-mini", response_model=Reply, max_retries=0,
                                              messages=[{"role": "user", "content": "hi"}])
@@ -78,7 +65,10 @@ async def main():
 asyncio.run(main())
 """
 
-FLOORS = {"floor": FLOOR, "floor_post": FLOOR_POST}
+FLOORS = {
+    "floor": FLOOR.replace("{WAY}", "through_create"),
+    "floor_post": FLOOR.replace("{WAY}", "through_post"),
+}
 
 
 def command(kind: str, spec: str, canaries: bool, work: Path) -> list[str]:
