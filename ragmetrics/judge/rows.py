@@ -62,10 +62,9 @@ def _journal_mode(db: sqlite3.Connection, mode: str) -> None:
     deadline = time.monotonic() + _BUSY_TIMEOUT_S
     wait = 0.002
     while True:
-        if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == mode:
-            return
         try:
-            db.execute(f"PRAGMA journal_mode={mode}")  # one of two constants, never data
+            if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != mode:
+                db.execute(f"PRAGMA journal_mode={mode}")  # one of two constants, never data
             return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:
