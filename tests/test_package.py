@@ -19,6 +19,11 @@ from ragmetrics.prompting import Prompt, load_prompt, prompt_root, render
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _printed(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter (so no module this test process loaded counts)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
 def test_import_loads_no_provider_sdk():
     code = (
         "import sys, ragmetrics; from ragmetrics import FaithfulnessMetric, EvaluationPipeline, "
@@ -27,8 +32,7 @@ def test_import_loads_no_provider_sdk():
         "'opentelemetry', 'mlflow', 'phoenix', 'openinference') "
         "if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert _printed(code).strip() == "[]"
 
 
 def test_a_run_of_the_claim_metrics_loads_no_evaluator_no_conversation_metric_and_no_trace_reader():
@@ -41,11 +45,9 @@ def test_a_run_of_the_claim_metrics_loads_no_evaluator_no_conversation_metric_an
         "'ragmetrics.metrics.conversation.session', 'ragmetrics.metrics.conversation.judged', "
         "'ragmetrics.observe'))))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert _printed(code).strip() == "[]"
     loaded = "import ragmetrics.metrics as m; print(len(m.BUILTIN_METRICS) > len(m.RAG_METRICS), m.Evaluator)"
-    out = subprocess.run([sys.executable, "-c", loaded], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "True <class 'ragmetrics.metrics.evaluators.base.Evaluator'>"
+    assert _printed(loaded).strip() == "True <class 'ragmetrics.metrics.evaluators.base.Evaluator'>"
 
 
 def test_public_surface_is_pinned_and_sorted():
@@ -79,8 +81,7 @@ def test_dir_shows_the_public_names_not_the_helpers_and_loads_nothing():
         "print(sorted(n for n in names if not n.startswith('__'))); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'instructor')))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    public, sdks = out.splitlines()
+    public, sdks = _printed(code).splitlines()
     assert public == str(sorted(n for n in ragmetrics.__all__ if not n.startswith("__")))
     assert sdks == "[]"
     names = dir(ragmetrics)
