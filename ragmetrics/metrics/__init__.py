@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Mapping
 from functools import cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ragmetrics.errors import ConfigError, shorten
 from ragmetrics.metrics.aliases import METRIC_ALIASES, canonical_metric_name, did_you_mean
@@ -66,8 +66,19 @@ RAG_METRICS: Mapping[str, type] = MappingProxyType(
 """The claim-based RAG metrics by name."""
 
 
+class _Tables(NamedTuple):
+    CONVERSATION_METRICS: Mapping[str, type]
+    """The conversation-level metrics by name: one judge call per conversation each, on no turn."""
+    BUILTIN_METRICS: Mapping[str, type]
+    """Every built-in metric and evaluator by its snake_case name (the evaluators from their one table)."""
+    BY_NAME: tuple[str, ...]
+    """The metric names accepted in place of a metric object (the CLI's ``--metrics``, ``evaluate()``)."""
+    EVALUATOR_TYPES: Mapping[str, type]
+    """The evaluators by name (their one table, in :mod:`ragmetrics.metrics.evaluators.factory`)."""
+
+
 @cache
-def _tables() -> dict[str, Any]:
+def _tables() -> _Tables:
     """The tables that name the conversation-level metrics and the evaluators (imported on first use)."""
     from ragmetrics.metrics.conversation.session import (
         ConversationCompleteness,
@@ -78,15 +89,12 @@ def _tables() -> dict[str, Any]:
 
     conversation = {cls.name: cls for cls in (KnowledgeRetention, ConversationCompleteness, TaskCompletion)}
     by_name = [*RAG_METRICS, *conversation, *(n for n, cls in EVALUATOR_TYPES.items() if cls.by_name)]
-    return {
-        # the conversation-level metrics by name: one judge call per conversation each, on no turn
-        "CONVERSATION_METRICS": MappingProxyType(conversation),
-        # every built-in metric and evaluator by its snake_case name (the evaluators from their one table)
-        "BUILTIN_METRICS": MappingProxyType({**RAG_METRICS, **conversation, **EVALUATOR_TYPES}),
-        # the metric names accepted in place of a metric object (the CLI's --metrics, evaluate())
-        "BY_NAME": tuple(sorted(by_name)),
-        "EVALUATOR_TYPES": EVALUATOR_TYPES,
-    }
+    return _Tables(
+        CONVERSATION_METRICS=MappingProxyType(conversation),
+        BUILTIN_METRICS=MappingProxyType({**RAG_METRICS, **conversation, **EVALUATOR_TYPES}),
+        BY_NAME=tuple(sorted(by_name)),
+        EVALUATOR_TYPES=EVALUATOR_TYPES,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -100,7 +108,7 @@ def __getattr__(name: str) -> Any:
 
         return Evaluator
     if name in ("CONVERSATION_METRICS", "BUILTIN_METRICS", "BY_NAME"):
-        return _tables()[name]
+        return getattr(_tables(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -132,11 +140,10 @@ def metric_from_name(
         return _metric_from_path(name, llm=llm, threshold=threshold, cache=cache, **options)
     name = canonical_metric_name(name)
     embeddings = options.pop("embeddings", None)
-    tables = {} if name in RAG_METRICS else _tables()
-    if name in RAG_METRICS or name in tables["CONVERSATION_METRICS"]:
+    judged = RAG_METRICS.get(name) or _tables().CONVERSATION_METRICS.get(name)
+    if judged is not None:
         judge = {} if llm is None else {"llm": llm}
-        cls = RAG_METRICS.get(name) or tables["CONVERSATION_METRICS"][name]
-        return cls(threshold=threshold, cache=cache, **judge, **options)
+        return judged(threshold=threshold, cache=cache, **judge, **options)
     if name == "cosine_similarity":
         from ragmetrics.metrics.evaluators.base import DEFAULT_THRESHOLD
         from ragmetrics.metrics.evaluators.embedding import EmbeddingDistanceEvaluator
@@ -146,11 +153,11 @@ def metric_from_name(
             threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
             cache=cache,
         )
-    if name in tables["BY_NAME"]:
-        cls = tables["EVALUATOR_TYPES"][name]
+    by_name = _tables().BY_NAME
+    if name in by_name:
+        cls = _tables().EVALUATOR_TYPES[name]
         graded = "threshold" in inspect.signature(cls).parameters  # others keep their own pass mark
         return cls(threshold=threshold) if graded else cls()
-    by_name = tables["BY_NAME"]
     raise ConfigError(
         f"unknown metric {shorten(name, 80)!r}{did_you_mean(name, [*by_name, 'cosine_similarity'])}; "
         f"choose from {', '.join(by_name)}, cosine_similarity (with embeddings=), or another tool's name "
