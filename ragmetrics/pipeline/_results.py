@@ -83,7 +83,7 @@ class EvaluationResults(Sequence[EvaluationResult]):
     def summary(self) -> Report:
         """Aggregates per metric (mean, count, statuses, 95% bootstrap CI, pass rate), counters, records."""
         if self._report is None:
-            self._report = self._builder.build(self.stats, self._store if self._store.in_file else list(self))
+            self._report = self._builder.build(self.stats, self._store)
         return self._report
 
     @property

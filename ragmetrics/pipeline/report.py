@@ -332,7 +332,8 @@ class ReportBuilder:
         return Report(
             aggregates=self.aggregates(),
             run=stats,
-            records=records if isinstance(records, RecordStore) else list(records or []),
+            # a store whose records are in its file stays unread; any other records are copied once
+            records=records if isinstance(records, RecordStore) and records.in_file else list(records or []),
             judge_health=self.health.result(),
             judge_health_min=self.judge_health_min,
             canaries=list(self.canaries),
